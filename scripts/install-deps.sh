@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs everything attn needs to build, test and benchmark, from Debian's
+# packages only. Safe to run again (apt-get skips what is installed).
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+export DEBIAN_FRONTEND=noninteractive
+PKGS=(
+  build-essential cmake ninja-build pkg-config
+  libopenblas-openmp-dev     
+  nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libcpp-httplib-dev
+  libsentencepiece-dev libpng-dev zlib1g-dev
+  libgtest-dev libbenchmark-dev
+  python3-torch python3-numpy
+  libtcmalloc-minimal4       
+)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,26 @@
+#include <algorithm>
+#include <stdexcept>
+
+#include "attn/autograd/ops.h"
+
+namespace attn::autograd {
+
+const std::vector<std::string>& op_names() {
+  // One line per differentiable op; nn layers' fused ops are here too.
+  static const std::vector<std::string> names = {
+      "add", "sub", "mul", "div", "affine", "exp", "log", "tanh", "sigmoid", "relu",
+      "sum", "sum_all", "matmul", "linear", "softmax", "log_softmax",
+      "reshape", "permute", "concat", "slice", "masked_fill",
+      "embedding", "dropout", "layer_norm", "cross_entropy",
+      "gru", "lstm",
+  };
+  return names;
+}
+
+void check_registered(const char* name) {
+  static const auto& names = op_names();
+  if (std::find(names.begin(), names.end(), name) == names.end())
+    throw std::logic_error(std::string("autograd: op '") + name + "' is not in op_names(); add it and its gradcheck case");
+}
+
+}  // namespace attn::autograd

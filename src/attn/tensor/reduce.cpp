@@ -1,0 +1,53 @@
+#include <cstring>
+#include <stdexcept>
+
+#include "attn/tensor/kernels.h"
+#include "attn/tensor/threading.h"
+
+namespace attn::kernels {
+
+namespace {
+// x viewed as [outer, n, inner] around `axis`.
+void split_around(const Shape& s, int axis, int64_t& outer, int64_t& n, int64_t& inner) {
+  outer = 1;
+  inner = 1;
+  for (int i = 0; i < axis; ++i) outer *= s[i];
+  n = s[axis];
+  for (int i = axis + 1; i < s.rank(); ++i) inner *= s[i];
+}
+}  // namespace
+
+Tensor sum_axis(const Tensor& x, int axis, bool keepdim) {
+  int a = x.shape().normalize_axis(axis);
+  int64_t outer, n, inner;
+  split_around(x.shape(), a, outer, n, inner);
+  std::vector<int64_t> dims;
+  for (int i = 0; i < x.dim(); ++i) {
+    if (i != a) dims.push_back(x.shape()[i]);
+    else if (keepdim) dims.push_back(1);
+  }
+  Tensor out = Tensor::zeros(Shape(dims.begin(), dims.end()));
+  const float* p = x.data();
+  float* o = out.data();
+#pragma omp parallel for if (x.numel() > kParallelGrain)
+  for (int64_t i = 0; i < outer; ++i) {
+    float* oi = o + i * inner;
+    for (int64_t j = 0; j < n; ++j) {
+      const float* pj = p + (i * n + j) * inner;
+#pragma omp simd
+      for (int64_t k = 0; k < inner; ++k) oi[k] += pj[k];
+    }
+  }
+  return out;
+}
+
+double sum_all(const Tensor& x) {
+  const float* p = x.data();
+  int64_t n = x.numel();
+  double acc = 0;
+#pragma omp parallel for reduction(+ : acc) if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) acc += p[i];
+  return acc;
+}
+
+}  // namespace attn::kernels

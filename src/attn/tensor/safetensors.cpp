@@ -1,0 +1,179 @@
+#include "attn/tensor/safetensors.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+namespace attn {
+
+namespace {
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw std::runtime_error(path + ": " + what);
+}
+
+void write_all(int fd, const char* p, size_t n, const std::string& path) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) fail(path, std::string("write failed: ") + std::strerror(errno));
+    p += w;
+    n -= size_t(w);
+  }
+}
+}  // namespace
+
+void write_file_atomic(const std::string& path, const std::string& bytes) {
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) fail(tmp, std::string("cannot create: ") + std::strerror(errno));
+  try {
+    write_all(fd, bytes.data(), bytes.size(), tmp);
+    if (::fsync(fd) != 0) fail(tmp, std::string("fsync failed: ") + std::strerror(errno));
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    fail(path, std::string("cannot rename temporary file into place: ") + std::strerror(e));
+  }
+  // make the rename itself durable
+  std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  int dfd = ::open(dir.empty() ? "/" : dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
+  nlohmann::ordered_json header = nlohmann::ordered_json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    if (header.contains(name)) fail(path, "tensor name '" + name + "' appears twice");
+    std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
+    uint64_t bytes = uint64_t(t.numel()) * 4;
+    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string h = header.dump();
+  while (h.size() % 8) h.push_back(' ');  // the format pads the header with spaces to 8 bytes
+  std::string out;
+  out.reserve(8 + h.size() + offset);
+  uint64_t hn = h.size();
+  out.append(reinterpret_cast<const char*>(&hn), 8);
+  out += h;
+  for (const auto& [name, t] : tensors) out.append(reinterpret_cast<const char*>(t.data()), size_t(t.numel()) * 4);
+  write_file_atomic(path, out);
+}
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) fail(path, "cannot open");
+  uint64_t file_size = uint64_t(in.tellg());
+  in.seekg(0);
+  if (file_size < 8) fail(path, "truncated: " + std::to_string(file_size) + " bytes, less than the 8-byte header length");
+  uint64_t hn = 0;
+  in.read(reinterpret_cast<char*>(&hn), 8);
+  if (hn > file_size - 8)
+    fail(path, "truncated or corrupt: header length " + std::to_string(hn) + " exceeds the file (" +
+                   std::to_string(file_size) + " bytes)");
+  std::string h(hn, '\0');
+  in.read(h.data(), std::streamsize(hn));
+  nlohmann::json header;
+  try {
+    header = nlohmann::json::parse(h);
+  } catch (const std::exception& e) {
+    fail(path, std::string("corrupt header (not JSON): ") + e.what());
+  }
+  if (!header.is_object()) fail(path, "corrupt header: not a JSON object");
+  uint64_t data_size = file_size - 8 - hn;
+  SafetensorsFile f;
+  f.path = path;
+  struct Entry {
+    std::string name;
+    Shape shape;
+    uint64_t begin, end;
+  };
+  std::vector<Entry> entries;
+  for (auto it = header.begin(); it != header.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      if (!it->is_object()) fail(path, "__metadata__ is not an object");
+      for (auto m = it->begin(); m != it->end(); ++m) {
+        if (!m->is_string()) fail(path, "__metadata__ value for '" + m.key() + "' is not a string");
+        f.metadata[m.key()] = m->get<std::string>();
+      }
+      continue;
+    }
+    const auto& e = *it;
+    const std::string& name = it.key();
+    if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
+      fail(path, "tensor '" + name + "': entry lacks dtype, shape or data_offsets");
+    if (e["dtype"] != "F32") fail(path, "tensor '" + name + "': dtype " + e["dtype"].dump() + ", only F32 is supported");
+    Entry en;
+    en.name = name;
+    try {
+      for (const auto& d : e["shape"]) en.shape.push_back(d.get<int64_t>());
+      const auto& off = e["data_offsets"];
+      if (off.size() != 2) fail(path, "tensor '" + name + "': data_offsets must have 2 entries");
+      en.begin = off[0].get<uint64_t>();
+      en.end = off[1].get<uint64_t>();
+    } catch (const nlohmann::json::exception& ex) {
+      fail(path, "tensor '" + name + "': malformed shape or data_offsets: " + ex.what());
+    } catch (const std::invalid_argument& ex) {
+      fail(path, "tensor '" + name + "': " + ex.what());
+    }
+    if (en.end < en.begin || en.end - en.begin != uint64_t(en.shape.numel()) * 4)
+      fail(path, "tensor '" + name + "': byte range [" + std::to_string(en.begin) + ", " + std::to_string(en.end) +
+                     ") does not hold shape " + en.shape.str() + " of F32");
+    if (en.end > data_size)
+      fail(path, "truncated: tensor '" + name + "' ends at byte " + std::to_string(en.end) + " of the data, which has " +
+                     std::to_string(data_size));
+    entries.push_back(en);
+  }
+  // The format requires the ranges to tile the data exactly (no holes, no overlap).
+  std::vector<const Entry*> sorted;
+  for (auto& e : entries) sorted.push_back(&e);
+  std::sort(sorted.begin(), sorted.end(), [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
+  uint64_t pos = 0;
+  for (const Entry* e : sorted) {
+    if (e->begin != pos) fail(path, "corrupt: tensor '" + e->name + "' data does not start where the previous ends");
+    pos = e->end;
+  }
+  if (pos != data_size)
+    fail(path, "corrupt: " + std::to_string(data_size - pos) + " bytes after the last tensor's data");
+  std::string data(data_size, '\0');
+  in.read(data.data(), std::streamsize(data_size));
+  if (uint64_t(in.gcount()) != data_size) fail(path, "read failed");
+  for (const Entry* e : sorted) {
+    Tensor t = Tensor::empty(e->shape);
+    std::memcpy(t.data(), data.data() + e->begin, e->end - e->begin);
+    f.tensors.emplace_back(e->name, t);
+  }
+  return f;
+}
+
+const Tensor& SafetensorsFile::get(const std::string& name) const {
+  for (const auto& [n, t] : tensors)
+    if (n == name) return t;
+  throw std::runtime_error(path + ": no tensor named '" + name + "'");
+}
+
+bool SafetensorsFile::has(const std::string& name) const {
+  for (const auto& [n, t] : tensors)
+    if (n == name) return true;
+  return false;
+}
+
+}  // namespace attn

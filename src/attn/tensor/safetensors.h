@@ -1,0 +1,38 @@
+// The safetensors file format: 8-byte little-endian header length, a JSON
+// header {name: {dtype, shape, data_offsets}, "__metadata__": {str: str}},
+// then the raw little-endian data. Readable by the standard safetensors
+// readers (Python `safetensors`, Rust crate, ...). We write and read F32 only.
+#pragma once
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attn/tensor/tensor.h"
+
+namespace attn {
+
+struct SafetensorsFile {
+  std::vector<std::pair<std::string, Tensor>> tensors;  // in file order
+  std::map<std::string, std::string> metadata;
+  // The tensor called `name`; throws naming the file and the tensor when absent.
+  const Tensor& get(const std::string& name) const;
+  bool has(const std::string& name) const;
+  std::string path;
+};
+
+// Writes atomically: to a temporary file in the same folder, fsync'd, then
+// renamed over `path`; a crash or kill leaves either the old file or the new
+// one, never half of one. Throws naming the path on an I/O error.
+void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+
+// Reads and validates the whole file: header length, JSON, dtype (F32),
+// shapes against byte ranges, ranges inside the file, no overlaps or gaps.
+// Throws std::runtime_error naming the file and what is wrong.
+SafetensorsFile load_safetensors(const std::string& path);
+
+// Replaces the file at `path` atomically with `bytes` (temporary file, fsync, rename).
+void write_file_atomic(const std::string& path, const std::string& bytes);
+
+}  // namespace attn

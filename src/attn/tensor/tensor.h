@@ -1,0 +1,103 @@
+// Tensor: an fp32 n-d array with shared, pooled, contiguous storage.
+//
+// Storage is always row-major contiguous; the only views are the ones that stay
+// contiguous and so cost nothing: reshape (same elements, other shape) and a
+// range of the outermost axis (narrow0). Everything else (permute, slicing an
+// inner axis) copies, which keeps every kernel a flat loop that vectorises.
+//
+// A tensor also carries the autograd metadata that libtorch keeps in its
+// AutogradMeta: whether it requires a gradient, its accumulated gradient, and
+// the graph node that produced it. The tape lives in attn/autograd.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attn/tensor/shape.h"
+
+namespace attn {
+
+namespace autograd {
+struct Node;
+}
+
+// A block of floats from the pool; returned to the pool when the last tensor
+// viewing it goes away.
+struct Storage {
+  explicit Storage(int64_t numel);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+  float* data;
+  int64_t numel;
+};
+
+struct TensorImpl {
+  Shape shape;
+  std::shared_ptr<Storage> storage;
+  int64_t offset = 0;  // in floats, into storage
+  // autograd
+  bool requires_grad = false;
+  std::shared_ptr<TensorImpl> grad;            // accumulated d(loss)/d(this), same shape
+  std::shared_ptr<autograd::Node> grad_fn;     // producer; null for leaves
+  int output_index = 0;                        // which output of grad_fn this is
+};
+
+class Tensor {
+public:
+  Tensor() = default;  // undefined tensor (no storage): defined() is false
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  // --- creation (all contiguous, fresh storage) ---
+  static Tensor empty(const Shape& shape);  // contents undefined
+  static Tensor zeros(const Shape& shape);
+  static Tensor full(const Shape& shape, float value);
+  static Tensor ones(const Shape& shape) { return full(shape, 1.0f); }
+  static Tensor from(const std::vector<float>& values, const Shape& shape);
+  static Tensor scalar(float value) { return full(Shape{}, value); }
+
+  // --- shape ---
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& shape() const { return impl_->shape; }
+  int dim() const { return impl_->shape.rank(); }
+  int64_t size(int axis) const { return impl_->shape.at(axis); }
+  int64_t numel() const { return impl_->shape.numel(); }
+
+  // --- data (contiguous, numel() floats) ---
+  float* data() { return impl_->storage->data + impl_->offset; }
+  const float* data() const { return impl_->storage->data + impl_->offset; }
+  float item() const;  // the single element of a 1-element tensor
+  std::vector<float> to_vector() const;
+
+  // --- non-differentiable helpers (see attn/autograd/ops.h for differentiable ops) ---
+  Tensor clone() const;            // deep copy, no autograd history
+  void fill_(float value);
+  void copy_from(const Tensor& src);  // same numel; copies values in place
+  // Same storage, different shape (numel must match). Not recorded on the tape:
+  // use attn::reshape for a differentiable reshape.
+  Tensor view(const Shape& shape) const;
+  // Rows [start, start+length) of axis 0, sharing storage. Not recorded on the tape.
+  Tensor narrow0(int64_t start, int64_t length) const;
+
+  // --- autograd metadata ---
+  bool requires_grad() const { return impl_ && impl_->requires_grad; }
+  Tensor& set_requires_grad(bool on = true);
+  Tensor grad() const { return impl_->grad ? Tensor(impl_->grad) : Tensor(); }
+  void zero_grad() { impl_->grad.reset(); }
+  // Same storage, no history: the result is a leaf that does not require grad.
+  Tensor detach() const;
+  const std::shared_ptr<autograd::Node>& grad_fn() const { return impl_->grad_fn; }
+
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool same(const Tensor& o) const { return impl_ == o.impl_; }
+
+private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+// Throws std::invalid_argument naming `what` and both shapes when they differ.
+void check_same_shape(const Tensor& a, const Tensor& b, const char* what);
+
+}  // namespace attn

@@ -1,0 +1,49 @@
+// Runs a PyTorch/NumPy reference script (Debian's /usr/bin/python3, where
+// python3-torch lives) and loads what it wrote: inputs, weights, outputs and
+// gradients as one safetensors file. Shared by the parity tests.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include "attn/tensor/safetensors.h"
+
+namespace attn::testing {
+
+inline const char* oracle_python() {
+  const char* env = std::getenv("ATTN_ORACLE_PYTHON");
+  return env ? env : "/usr/bin/python3";
+}
+
+// Runs tests/oracle/<script> with `args` and the output path; returns the file.
+// Fails the test (not skip) when the oracle cannot run: the suite promises parity.
+inline SafetensorsFile run_oracle(const std::string& script, const std::string& args) {
+  std::string out = std::string(ATTN_BINARY_DIR) + "/oracle_" + script + "_" +
+                    std::to_string(std::hash<std::string>{}(args)) + ".safetensors";
+  std::string cmd = std::string(oracle_python()) + " " + ATTN_TEST_DIR + "/oracle/" + script + " " + out + " " + args;
+  int rc = std::system(cmd.c_str());
+  if (rc != 0) throw std::runtime_error("oracle failed (exit " + std::to_string(rc) + "): " + cmd);
+  return load_safetensors(out);
+}
+
+// Largest |a-b| / (|b| + atol_floor) over all elements; asserts shapes first.
+inline double max_rel_diff(const Tensor& a, const Tensor& b, double floor = 1e-3) {
+  EXPECT_EQ(a.shape(), b.shape());
+  if (a.shape() != b.shape()) return 1e30;
+  double worst = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double d = std::fabs(double(a.data()[i]) - double(b.data()[i])) / (std::fabs(double(b.data()[i])) + floor);
+    if (!(d <= worst)) worst = d;  // NaN propagates as a failure
+  }
+  return worst;
+}
+
+#define EXPECT_CLOSE(a, b, tol, what)                                                     \
+  do {                                                                                    \
+    double _d = ::attn::testing::max_rel_diff((a), (b));                                  \
+    EXPECT_LE(_d, (tol)) << (what) << ": max relative difference " << _d;                 \
+  } while (0)
+
+}  // namespace attn::testing
