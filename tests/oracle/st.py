@@ -13,7 +13,8 @@ def save(path, tensors, metadata=None):
     for name, t in tensors.items():
         if hasattr(t, "detach"):
             t = t.detach().cpu().numpy()
-        a = np.ascontiguousarray(np.asarray(t, dtype="<f4"))
+        a = np.asarray(t, dtype="<f4")
+        a = np.ascontiguousarray(a).reshape(a.shape)  # ascontiguousarray makes 0-d arrays 1-d
         b = a.tobytes()
         header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + len(b)]}
         blobs.append(b)
