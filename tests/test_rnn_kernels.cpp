@@ -54,8 +54,9 @@ double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
   return w;
 }
 
-// n = 70 rows, H = 67 (not a multiple of the SIMD width: tails run too), so
-// n * H passes the threading grain and rows are split across threads.
+// n = 70 rows, H = 67 (not a multiple of the SIMD width: tails run too). The
+// fast kernel runs in two calls over the hidden slices [0, 32) and [32, 67), as
+// two threads of the recurrence team would; the reference in one call.
 TEST(RnnKernels, GruForwardFastEqualsReference) {
   const int64_t n = 70, H = 67;
   Rng rng(3);
@@ -69,9 +70,13 @@ TEST(RnnKernels, GruForwardFastEqualsReference) {
     std::vector<float*> yr(n), nr(n);
     for (int64_t j = 0; j < n; ++j) yr[j] = o.y.data() + j * H, nr[j] = o.next.data() + j * H;
     rnn_kernels::GruForward a;
-    a.n = n, a.hidden = H, a.gates = o.gates.data(), a.gh = gh.data(), a.b_ih = bi.data(), a.b_hh = bh.data();
+    a.n = n, a.hidden = H, a.k_begin = 0, a.k_end = m == rnn_kernels::Math::Fast ? 32 : H; a.gates = o.gates.data(), a.gh = gh.data(), a.b_ih = bi.data(), a.b_hh = bh.data();
     a.h_prev = hp.data(), a.ghn = o.ghn.data(), a.y_rows = yr.data(), a.next_rows = nr.data();
     rnn_kernels::gru_forward(a, m);
+    if (m == rnn_kernels::Math::Fast) {
+      a.k_begin = 32, a.k_end = H;
+      rnn_kernels::gru_forward(a, m);
+    }
     return o;
   };
   Out fast = run(rnn_kernels::Math::Fast), ref = run(rnn_kernels::Math::Exact);
@@ -102,9 +107,13 @@ TEST(RnnKernels, LstmForwardFastEqualsReference) {
     for (int64_t j = 0; j < n; ++j)
       yr[j] = o.y.data() + j * H, nr[j] = o.next.data() + j * H, cr[j] = o.c.data() + j * H;
     rnn_kernels::LstmForward a;
-    a.n = n, a.hidden = H, a.gates = o.gates.data(), a.gh = gh.data(), a.b_ih = bi.data(), a.b_hh = bh.data();
+    a.n = n, a.hidden = H, a.k_begin = 0, a.k_end = m == rnn_kernels::Math::Fast ? 32 : H; a.gates = o.gates.data(), a.gh = gh.data(), a.b_ih = bi.data(), a.b_hh = bh.data();
     a.c_prev = cp.data(), a.tanh_c = o.tc.data(), a.y_rows = yr.data(), a.next_rows = nr.data(), a.c_rows = cr.data();
     rnn_kernels::lstm_forward(a, m);
+    if (m == rnn_kernels::Math::Fast) {
+      a.k_begin = 32, a.k_end = H;
+      rnn_kernels::lstm_forward(a, m);
+    }
     return o;
   };
   Out fast = run(rnn_kernels::Math::Fast), ref = run(rnn_kernels::Math::Exact);

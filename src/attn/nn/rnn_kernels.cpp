@@ -1,5 +1,5 @@
-// Gate kernels: one fused pass over [n, H] per step (see rnn_kernels.h for the
-// equations). Rows are split across OpenMP threads, the H axis is a SIMD loop.
+// Gate kernels: one fused pass over [n, k_begin:k_end] per step (see
+// rnn_kernels.h for the equations); the hidden axis is a SIMD loop.
 #include "attn/nn/rnn_kernels.h"
 
 #include "attn/nn/rnn_math.h"
@@ -7,14 +7,9 @@
 namespace attn::rnn_kernels {
 namespace {
 
-// Each element costs three or four transcendental functions (~50-100 flops):
-// a team pays off from a few thousand elements on.
-constexpr int64_t kGateGrain = 4096;
-
 template <class M>
 void gru_forward_impl(const GruForward& a) {
   const int64_t H = a.hidden, G = 3 * H;
-#pragma omp parallel for schedule(static) if (a.n * H >= kGateGrain)
   for (int64_t j = 0; j < a.n; ++j) {
     float* __restrict g = a.gates + j * G;
     const float* __restrict gh = a.gh + j * G;
@@ -25,7 +20,7 @@ void gru_forward_impl(const GruForward& a) {
     float* __restrict y = a.y_rows[j];
     float* __restrict nx = a.next_rows[j];
 #pragma omp simd
-    for (int64_t k = 0; k < H; ++k) {
+    for (int64_t k = a.k_begin; k < a.k_end; ++k) {
       float r = M::sigmoid(g[k] + bi[k] + gh[k] + bh[k]);
       float z = M::sigmoid(g[H + k] + bi[H + k] + gh[H + k] + bh[H + k]);
       float hn = gh[2 * H + k] + bh[2 * H + k];  // W_hn h + b_hn
@@ -43,7 +38,6 @@ void gru_forward_impl(const GruForward& a) {
 
 void gru_backward_impl(const GruBackward& a) {
   const int64_t H = a.hidden, G = 3 * H;
-#pragma omp parallel for schedule(static) if (a.n * H >= kGateGrain)
   for (int64_t j = 0; j < a.n; ++j) {
     const float* __restrict g = a.gates + j * G;
     const float* __restrict hn = a.ghn + j * H;
@@ -53,7 +47,7 @@ void gru_backward_impl(const GruBackward& a) {
     float* __restrict dgx = a.dgx + j * G;
     float* __restrict dgh = a.dgh + j * G;
 #pragma omp simd
-    for (int64_t k = 0; k < H; ++k) {
+    for (int64_t k = a.k_begin; k < a.k_end; ++k) {
       float r = g[k], z = g[H + k], nn = g[2 * H + k];
       float d = dh[k] + dy[k];
       // h' = (1 - z) n + z h
@@ -75,7 +69,6 @@ void gru_backward_impl(const GruBackward& a) {
 template <class M>
 void lstm_forward_impl(const LstmForward& a) {
   const int64_t H = a.hidden, G = 4 * H;
-#pragma omp parallel for schedule(static) if (a.n * H >= kGateGrain)
   for (int64_t j = 0; j < a.n; ++j) {
     float* __restrict g = a.gates + j * G;
     const float* __restrict gh = a.gh + j * G;
@@ -87,7 +80,7 @@ void lstm_forward_impl(const LstmForward& a) {
     float* __restrict nx = a.next_rows[j];
     float* __restrict cn = a.c_rows[j];
 #pragma omp simd
-    for (int64_t k = 0; k < H; ++k) {
+    for (int64_t k = a.k_begin; k < a.k_end; ++k) {
       float i = M::sigmoid(g[k] + bi[k] + gh[k] + bh[k]);
       float f = M::sigmoid(g[H + k] + bi[H + k] + gh[H + k] + bh[H + k]);
       float gg = M::tanh(g[2 * H + k] + bi[2 * H + k] + gh[2 * H + k] + bh[2 * H + k]);
@@ -109,7 +102,6 @@ void lstm_forward_impl(const LstmForward& a) {
 
 void lstm_backward_impl(const LstmBackward& a) {
   const int64_t H = a.hidden, G = 4 * H;
-#pragma omp parallel for schedule(static) if (a.n * H >= kGateGrain)
   for (int64_t j = 0; j < a.n; ++j) {
     const float* __restrict g = a.gates + j * G;
     const float* __restrict cp = a.c_prev + j * H;
@@ -119,7 +111,7 @@ void lstm_backward_impl(const LstmBackward& a) {
     float* __restrict dc = a.dc + j * H;
     float* __restrict dg = a.dgates + j * G;
 #pragma omp simd
-    for (int64_t k = 0; k < H; ++k) {
+    for (int64_t k = a.k_begin; k < a.k_end; ++k) {
       float i = g[k], f = g[H + k], gg = g[2 * H + k], o = g[3 * H + k], t = tc[k];
       float d = dh[k] + dy[k];
       // h' = o tanh(c')

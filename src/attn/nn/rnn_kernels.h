@@ -1,6 +1,10 @@
 // Gate kernels of the fused recurrent ops (rnn_ops.cpp): one time step of a
 // GRU or LSTM over the n active rows of a packed batch, forward and backward.
-// No autograd, no allocation: the driver owns the buffers and the GEMMs.
+// No autograd, no allocation, no threading: the driver owns the buffers, the
+// GEMMs and the threads. A call covers the hidden units [k_begin, k_end) of
+// every row (the driver gives each thread its own slice of hidden units, for
+// all gates of those units), so that a thread's gate pass reads only the GEMM
+// columns that thread computed itself.
 //
 // Legend: n = rows active at this step (a prefix of the length-sorted batch),
 // H = hidden size. Gate blocks are laid out as in PyTorch's weights:
@@ -29,6 +33,7 @@ enum class Math { Fast, Exact };
 //   h' = (1 - z) * n + z * h
 struct GruForward {
   int64_t n = 0, hidden = 0;
+  int64_t k_begin = 0, k_end = 0;  // hidden units covered, 0 <= k_begin <= k_end <= H
   float* gates = nullptr;              // [n, 3H] in: x W_ih^T; out: r, z, n (saved)
   const float* gh = nullptr;           // [n, 3H] h W_hh^T
   const float* b_ih = nullptr;         // [3H]
@@ -51,6 +56,7 @@ void gru_forward(const GruForward& a, Math math = Math::Fast);
 //   dh_prev = dh_total z  (+ dgh W_hh, the caller's GEMM)
 struct GruBackward {
   int64_t n = 0, hidden = 0;
+  int64_t k_begin = 0, k_end = 0;  // hidden units covered, 0 <= k_begin <= k_end <= H
   const float* gates = nullptr;        // [n, 3H] r, z, n from forward
   const float* ghn = nullptr;          // [n, H] W_hn h + b_hn
   const float* h_prev = nullptr;       // [n, H]
@@ -71,6 +77,7 @@ void gru_backward(const GruBackward& a);
 //   h' = o * tanh(c')
 struct LstmForward {
   int64_t n = 0, hidden = 0;
+  int64_t k_begin = 0, k_end = 0;  // hidden units covered, 0 <= k_begin <= k_end <= H
   float* gates = nullptr;              // [n, 4H] in: x W_ih^T; out: i, f, g, o (saved)
   const float* gh = nullptr;           // [n, 4H] h W_hh^T
   const float* b_ih = nullptr;         // [4H]
@@ -92,6 +99,7 @@ void lstm_forward(const LstmForward& a, Math math = Math::Fast);
 //   dc_prev = dc_total f;  dh_prev = dgates W_hh (the caller's GEMM)
 struct LstmBackward {
   int64_t n = 0, hidden = 0;
+  int64_t k_begin = 0, k_end = 0;  // hidden units covered, 0 <= k_begin <= k_end <= H
   const float* gates = nullptr;        // [n, 4H] i, f, g, o from forward
   const float* c_prev = nullptr;       // [n, H]
   const float* tanh_c = nullptr;       // [n, H]

@@ -23,6 +23,8 @@
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
 
+#include <omp.h>
+
 namespace attn {
 namespace {
 
@@ -135,9 +137,47 @@ void gather_sorted(float* dst, const Tensor& src, const Schedule& sch, int64_t n
 // A bias, or zeros when the layer has none.
 Tensor bias_or_zeros(const Tensor& b, int64_t n) { return b.defined() ? b : Tensor::zeros(Shape{n}); }
 
+// ---- threading of the recurrence ----
+// One team lives through the whole sequence. Each thread owns a slice of the
+// hidden units [k0, k1) and, for every gate g, the columns g*H + [k0, k1) of
+// the step GEMM: so it computes exactly the gate pre-activations its own gate
+// pass needs, and a step costs one barrier (h' must be complete before the
+// next GEMM reads it). BLAS inside the team runs single-threaded.
+struct HiddenSlice {
+  int64_t k0, k1;
+};
+
+HiddenSlice hidden_slice(int tid, int threads, int64_t H) {
+  const int64_t chunk = ((H + threads - 1) / threads + 15) / 16 * 16;  // whole SIMD vectors
+  const int64_t k0 = std::min(H, tid * chunk);
+  return {k0, std::min(H, k0 + chunk)};
+}
+
+// A team pays off when a step's GEMM is worth splitting: from ~0.5 MFLOP on
+// (batch 1 at H = 512 qualifies). Below, one thread runs the loop and BLAS
+// threads each GEMM as it sees fit.
+int recurrence_threads(int64_t rows, int64_t H, int64_t GH) {
+  constexpr int64_t kGrain = int64_t(1) << 18;  // multiply-adds per step
+  const int max = omp_get_max_threads();
+  if (max <= 1 || rows * GH * H < kGrain) return 1;
+  return int(std::min<int64_t>(max, std::max<int64_t>(1, H / 16)));
+}
+
+// out[n, G*H] columns g*H + [k0, k1) = h[n, H] W^T, W [G*H, H] row-major.
+void gemm_gate_columns(int64_t n, int64_t G, int64_t H, const HiddenSlice& sl, const float* h, const float* w,
+                       float* out) {
+  if (sl.k0 == 0 && sl.k1 == H) {  // the whole width: one call
+    kernels::gemm(false, true, n, G * H, H, 1.0f, h, H, w, H, 0.0f, out, G * H);
+    return;
+  }
+  for (int64_t g = 0; g < G && sl.k1 > sl.k0; ++g)
+    kernels::gemm(false, true, n, sl.k1 - sl.k0, H, 1.0f, h, H, w + (g * H + sl.k0) * H, H, 0.0f,
+                  out + g * H + sl.k0, G * H);
+}
+
 ForwardResult run_forward(Cell cell, const Schedule& sch, const Dims& d, const Tensor& x, const Tensor& h0,
                           const Tensor& c0, const RnnWeights& w) {
-  const int64_t B = d.batch, T = d.seq_len, in = d.in, H = d.H, GH = d.G * d.H, total = sch.total;
+  const int64_t B = d.batch, T = d.seq_len, in = d.in, H = d.H, G = d.G, GH = d.G * d.H, total = sch.total;
   const bool lstm = cell == Cell::Lstm;
   ForwardResult f;
   Saved& sv = f.saved;
@@ -184,46 +224,52 @@ ForwardResult run_forward(Cell cell, const Schedule& sch, const Dims& d, const T
 
   Tensor b_ih = bias_or_zeros(w.bias_ih, GH), b_hh = bias_or_zeros(w.bias_hh, GH);
   Tensor gh = Tensor::empty(Shape{n0, GH});  // h W_hh^T of one step
-  std::vector<float*> y_rows(B), next_rows(B), c_rows(B);
+  // Where packed row r's h' goes: its output position, and the next step's
+  // h_prev row (or h_n after the sequence's last step); the same for c'.
+  std::vector<float*> y_rows(total), next_rows(total), c_rows(lstm ? total : 0);
   float *hprev = sv.hprev.data(), *gates = sv.gates.data(), *y = f.y.data();
   for (int64_t st = 0; st < sch.steps; ++st) {
-    const int64_t n = sch.batch_sizes[st], r0 = sch.offsets[st], n_next = sch.batch_sizes[st + 1];
-    // gh[n, GH] = h_prev[n, H] W_hh^T
-    kernels::gemm(false, true, n, GH, H, 1.0f, hprev + r0 * H, H, w.weight_hh.data(), H, 0.0f, gh.data(), GH);
-    // h' of row j: output at its time, and the next step's h_prev (or h_n after its last step)
-    for (int64_t j = 0; j < n; ++j) {
-      y_rows[j] = y + sch.row_bt[r0 + j] * H;
-      int64_t b = sch.order[j];
-      next_rows[j] = j < n_next ? hprev + (sch.offsets[st + 1] + j) * H : f.h_n.data() + b * H;
-      if (lstm) c_rows[j] = j < n_next ? sv.cprev.data() + (sch.offsets[st + 1] + j) * H : f.c_n.data() + b * H;
+    const int64_t r0 = sch.offsets[st], n_next = sch.batch_sizes[st + 1];
+    for (int64_t j = 0; j < sch.batch_sizes[st]; ++j) {
+      const int64_t b = sch.order[j], next = sch.offsets[st + 1] + j;
+      y_rows[r0 + j] = y + sch.row_bt[r0 + j] * H;
+      next_rows[r0 + j] = j < n_next ? hprev + next * H : f.h_n.data() + b * H;
+      if (lstm) c_rows[r0 + j] = j < n_next ? sv.cprev.data() + next * H : f.c_n.data() + b * H;
     }
-    if (!lstm) {
-      rnn_kernels::GruForward a;
-      a.n = n;
-      a.hidden = H;
-      a.gates = gates + r0 * GH;
-      a.gh = gh.data();
-      a.b_ih = b_ih.data();
-      a.b_hh = b_hh.data();
-      a.h_prev = hprev + r0 * H;
-      a.ghn = sv.ghn.data() + r0 * H;
-      a.y_rows = y_rows.data();
-      a.next_rows = next_rows.data();
-      rnn_kernels::gru_forward(a);
-    } else {
-      rnn_kernels::LstmForward a;
-      a.n = n;
-      a.hidden = H;
-      a.gates = gates + r0 * GH;
-      a.gh = gh.data();
-      a.b_ih = b_ih.data();
-      a.b_hh = b_hh.data();
-      a.c_prev = sv.cprev.data() + r0 * H;
-      a.tanh_c = sv.tanh_c.data() + r0 * H;
-      a.y_rows = y_rows.data();
-      a.next_rows = next_rows.data();
-      a.c_rows = c_rows.data();
-      rnn_kernels::lstm_forward(a);
+  }
+
+  const float* whh = w.weight_hh.data();
+  const int team = recurrence_threads(n0, H, GH);
+#pragma omp parallel num_threads(team) if (team > 1)
+  {
+    const HiddenSlice sl = hidden_slice(omp_get_thread_num(), omp_get_num_threads(), H);
+    for (int64_t st = 0; st < sch.steps; ++st) {
+      const int64_t n = sch.batch_sizes[st], r0 = sch.offsets[st];
+      // gh[n, GH] = h_prev[n, H] W_hh^T, this thread's columns g*H + [k0, k1) of every gate g
+      gemm_gate_columns(n, G, H, sl, hprev + r0 * H, whh, gh.data());
+      if (!lstm) {
+        rnn_kernels::GruForward a;
+        a.n = n, a.hidden = H, a.k_begin = sl.k0, a.k_end = sl.k1;
+        a.gates = gates + r0 * GH;
+        a.gh = gh.data();
+        a.b_ih = b_ih.data(), a.b_hh = b_hh.data();
+        a.h_prev = hprev + r0 * H;
+        a.ghn = sv.ghn.data() + r0 * H;
+        a.y_rows = y_rows.data() + r0, a.next_rows = next_rows.data() + r0;
+        rnn_kernels::gru_forward(a);
+      } else {
+        rnn_kernels::LstmForward a;
+        a.n = n, a.hidden = H, a.k_begin = sl.k0, a.k_end = sl.k1;
+        a.gates = gates + r0 * GH;
+        a.gh = gh.data();
+        a.b_ih = b_ih.data(), a.b_hh = b_hh.data();
+        a.c_prev = sv.cprev.data() + r0 * H;
+        a.tanh_c = sv.tanh_c.data() + r0 * H;
+        a.y_rows = y_rows.data() + r0, a.next_rows = next_rows.data() + r0, a.c_rows = c_rows.data() + r0;
+        rnn_kernels::lstm_forward(a);
+      }
+      // the next step's GEMM reads every column of the h' just written
+#pragma omp barrier
     }
   }
   return f;
@@ -278,42 +324,48 @@ Grads run_backward(Cell cell, const Schedule& sch, const Dims& d, const Saved& s
   Tensor dgx = Tensor::empty(Shape{total, GH});
   Tensor dgh = lstm ? dgx : Tensor::empty(Shape{total, GH});  // LSTM: x- and h-side gate gradients are equal
   Tensor zero_row = Tensor::zeros(Shape{H});                 // d(y) when the output has no gradient
-  std::vector<const float*> dy_rows(B);
+  std::vector<const float*> dy_rows(total);                  // packed row -> its d(y) row
+  for (int64_t r = 0; r < total; ++r) dy_rows[r] = dy.defined() ? dy.data() + sch.row_bt[r] * H : zero_row.data();
 
-  for (int64_t st = sch.steps - 1; st >= 0; --st) {
-    const int64_t n = sch.batch_sizes[st], r0 = sch.offsets[st];
-    for (int64_t j = 0; j < n; ++j) dy_rows[j] = dy.defined() ? dy.data() + sch.row_bt[r0 + j] * H : zero_row.data();
-    if (!lstm) {
-      rnn_kernels::GruBackward a;
-      a.n = n;
-      a.hidden = H;
-      a.gates = sv.gates.data() + r0 * GH;
-      a.ghn = sv.ghn.data() + r0 * H;
-      a.h_prev = sv.hprev.data() + r0 * H;
-      a.dy_rows = dy_rows.data();
-      a.dh = dh.data();
-      a.dgx = dgx.data() + r0 * GH;
-      a.dgh = dgh.data() + r0 * GH;
-      rnn_kernels::gru_backward(a);
-    } else {
-      rnn_kernels::LstmBackward a;
-      a.n = n;
-      a.hidden = H;
-      a.gates = sv.gates.data() + r0 * GH;
-      a.c_prev = sv.cprev.data() + r0 * H;
-      a.tanh_c = sv.tanh_c.data() + r0 * H;
-      a.dy_rows = dy_rows.data();
-      a.dh = dh.data();
-      a.dc = dc.data();
-      a.dgates = dgx.data() + r0 * GH;
-      rnn_kernels::lstm_backward(a);
+  const float* whh = w_hh.data();
+  const int team = recurrence_threads(sch.steps ? sch.batch_sizes[0] : 0, H, GH);
+#pragma omp parallel num_threads(team) if (team > 1)
+  {
+    // Same slices as the forward: a thread's gate pass reads and writes only its
+    // hidden units of dh / dc, and its GEMM produces exactly those units of dh_prev.
+    const HiddenSlice sl = hidden_slice(omp_get_thread_num(), omp_get_num_threads(), H);
+    for (int64_t st = sch.steps - 1; st >= 0; --st) {
+      const int64_t n = sch.batch_sizes[st], r0 = sch.offsets[st];
+      if (!lstm) {
+        rnn_kernels::GruBackward a;
+        a.n = n, a.hidden = H, a.k_begin = sl.k0, a.k_end = sl.k1;
+        a.gates = sv.gates.data() + r0 * GH;
+        a.ghn = sv.ghn.data() + r0 * H;
+        a.h_prev = sv.hprev.data() + r0 * H;
+        a.dy_rows = dy_rows.data() + r0;
+        a.dh = dh.data();
+        a.dgx = dgx.data() + r0 * GH, a.dgh = dgh.data() + r0 * GH;
+        rnn_kernels::gru_backward(a);
+      } else {
+        rnn_kernels::LstmBackward a;
+        a.n = n, a.hidden = H, a.k_begin = sl.k0, a.k_end = sl.k1;
+        a.gates = sv.gates.data() + r0 * GH;
+        a.c_prev = sv.cprev.data() + r0 * H;
+        a.tanh_c = sv.tanh_c.data() + r0 * H;
+        a.dy_rows = dy_rows.data() + r0;
+        a.dh = dh.data(), a.dc = dc.data();
+        a.dgates = dgx.data() + r0 * GH;
+        rnn_kernels::lstm_backward(a);
+      }
+      // the GEMM below reads every gate column of this step
+#pragma omp barrier
+      // dh_prev[n, k0:k1] (+)= dgh[n, GH] W_hh[GH, k0:k1]; the GRU adds to the
+      // direct path dh z left by the kernel, the LSTM's h reaches h' only
+      // through the gates. At step 0 the result is d(h0): skipped when unwanted.
+      if ((st > 0 || need.h0) && sl.k1 > sl.k0)
+        kernels::gemm(false, false, n, sl.k1 - sl.k0, GH, 1.0f, dgh.data() + r0 * GH, GH, whh + sl.k0, H,
+                      lstm ? 0.0f : 1.0f, dh.data() + sl.k0, H);
     }
-    // dh_prev[n, H] (+)= dgh[n, GH] W_hh[GH, H]; GRU adds to the direct path dh z
-    // left by the kernel, the LSTM's only path from h to h' is through the gates.
-    // At step 0 the result is d(h0): skipped when nobody wants it.
-    if (st > 0 || need.h0)
-      kernels::gemm(false, false, n, H, GH, 1.0f, dgh.data() + r0 * GH, GH, w_hh.data(), H, lstm ? 0.0f : 1.0f,
-                    dh.data(), H);
   }
 
   Grads g;
