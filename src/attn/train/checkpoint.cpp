@@ -1,6 +1,7 @@
 // Training checkpoint directory: model, config, optimizer and trainer state.
 #include "attn/train/checkpoint.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -27,6 +28,25 @@ std::string new_checkpoint_id() {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(id));
   return buf;
+}
+
+// 17 significant digits: parses back to the same double.
+std::string format_double(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+double parse_double(const std::string& s, const std::string& path, const char* what) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != s.size()) throw std::runtime_error(path + ": malformed " + what + " '" + s + "'");
+  return v;
 }
 
 std::string read_text(const std::string& path) {
@@ -106,7 +126,10 @@ void save_checkpoint(const std::string& dir, const CheckpointSave& what) {
   // Order matters: trainer_state.json is the commit record, written last.
   if (what.optimizer)
     save_safetensors(dir + "/" + kOptimizerFile, what.optimizer->state(),
-                     {{"format", "attn-optimizer"}, {"optimizer", what.optimizer->name()}, {"checkpoint_id", id}});
+                     {{"format", "attn-optimizer"},
+                      {"optimizer", what.optimizer->name()},
+                      {"lr", format_double(what.optimizer->lr())},
+                      {"checkpoint_id", id}});
   detail::write_model_file(dir + "/" + kModelFile, what.model->named_parameters(), what.config_json,
                            {{"checkpoint_id", id}});
   write_file_atomic(dir + "/" + kTrainerFile, trainer_json(what.trainer, id));
@@ -138,11 +161,17 @@ LoadedCheckpoint load_checkpoint(const std::string& dir, const CheckpointLoad& i
     if (saved != into.optimizer->name())
       throw std::runtime_error(opt_path + ": state of a " + saved + " optimizer, cannot load into " +
                                into.optimizer->name());
+    auto lr = opt_file.metadata.find("lr");
+    if (lr == opt_file.metadata.end()) throw std::runtime_error(opt_path + ": no 'lr' in the metadata");
+    double saved_lr = parse_double(lr->second, opt_path, "learning rate");
+    if (!(saved_lr >= 0) || !std::isfinite(saved_lr))
+      throw std::runtime_error(opt_path + ": learning rate " + lr->second + " is not finite and >= 0");
     try {
       into.optimizer->load_state(opt_file.tensors);  // validates fully before changing anything
     } catch (const std::invalid_argument& e) {
       throw std::runtime_error(opt_path + ": " + e.what());
     }
+    into.optimizer->set_lr(saved_lr);
   }
   detail::copy_params(model_file, params);  // cannot fail after check_params
   return out;

@@ -10,7 +10,8 @@
 // Checkpoint directory (save_checkpoint / load_checkpoint):
 //   DIR/model.safetensors      weights, as above
 //   DIR/config.json            the model config (for people and tools)
-//   DIR/optimizer.safetensors  Optimizer::state() (optional; see optim.h)
+//   DIR/optimizer.safetensors  Optimizer::state() (see optim.h); metadata: the
+//                              optimizer's name() and lr() (optional file)
 //   DIR/trainer_state.json     TrainerState + the checkpoint id
 //
 // Crash safety: every file is written atomically (temporary file in the same

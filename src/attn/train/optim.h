@@ -16,7 +16,6 @@
 //
 // State for checkpoints (state() / load_state()), as named tensors:
 //   "step"                  [2]      number of step() calls
-//   "lr"                    []       current learning rate (float)
 //   "step.<param>"          [2]      steps applied to <param>
 //   "exp_avg.<param>"       [param]  Adam / AdamW first moment
 //   "exp_avg_sq.<param>"    [param]  Adam / AdamW second moment
@@ -25,6 +24,9 @@
 // least once (as torch's state dict). A count c is stored as [c / 2^24,
 // c % 2^24]: both halves are integers exactly representable in F32, so counts
 // up to 2^48 round-trip exactly through an F32-only safetensors file.
+// The learning rate is not tensor state (schedules set it, and a double does
+// not fit F32 exactly); checkpoint.h saves lr() in the optimizer file's
+// metadata with 17 digits and restores it.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -80,7 +80,6 @@ void Optimizer::zero_grad(bool set_to_none) {
 nn::NamedTensors Optimizer::state() const {
   nn::NamedTensors out;
   out.emplace_back("step", encode_count(step_count_));
-  out.emplace_back("lr", Tensor::scalar(float(lr_)));
   for (size_t i = 0; i < params_.size(); ++i) {
     if (param_steps_[i] == 0) continue;
     const std::string& pname = params_[i].first;
@@ -95,8 +94,6 @@ void Optimizer::load_state(const nn::NamedTensors& state) {
   for (size_t i = 0; i < params_.size(); ++i) param_index[params_[i].first] = i;
   // Parse and validate everything first, so a bad state leaves the optimizer untouched.
   int64_t step = -1;
-  double lr = lr_;
-  bool have_lr = false;
   std::vector<int64_t> steps(params_.size(), 0);
   std::vector<std::vector<const Tensor*>> bufs(buffer_kinds_.size(), std::vector<const Tensor*>(params_.size(), nullptr));
   std::set<std::string> seen;
@@ -104,12 +101,6 @@ void Optimizer::load_state(const nn::NamedTensors& state) {
     if (!seen.insert(name).second) throw std::invalid_argument("optimizer state: entry '" + name + "' appears twice");
     if (name == "step") {
       step = decode_count(t, name);
-      continue;
-    }
-    if (name == "lr") {
-      if (t.numel() != 1) throw std::invalid_argument("optimizer state 'lr': expected one value, found shape " + t.shape().str());
-      lr = t.data()[0];
-      have_lr = true;
       continue;
     }
     size_t dot = name.find('.');
@@ -135,7 +126,6 @@ void Optimizer::load_state(const nn::NamedTensors& state) {
     bufs[b][i] = &t;
   }
   if (step < 0) throw std::invalid_argument("optimizer state: no 'step' entry");
-  if (!have_lr) throw std::invalid_argument("optimizer state: no 'lr' entry");
   for (size_t i = 0; i < params_.size(); ++i) {
     for (size_t b = 0; b < buffer_kinds_.size(); ++b) {
       bool has = bufs[b][i] != nullptr;
@@ -145,7 +135,6 @@ void Optimizer::load_state(const nn::NamedTensors& state) {
                                          : "a step count but no '" + buffer_kinds_[b] + "." + params_[i].first + "'"));
     }
   }
-  set_lr(lr);
   step_count_ = step;
   param_steps_ = steps;
   for (size_t b = 0; b < buffer_kinds_.size(); ++b)
