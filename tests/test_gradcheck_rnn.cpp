@@ -1,119 +1,55 @@
-// Finite-difference gradient checks of the fused "gru" and "lstm" ops: every
-// element of every input (x, h0, c0, weight_ih, weight_hh, bias_ih, bias_hh),
-// both directions, padded batches with unsorted lengths and empty sequences.
-//
-// Loss: a fixed random projection of all outputs, accumulated in double:
-//   L = sum(y * Ry) + sum(h_n * Rh) (+ sum(c_n * Rc))
-// Central differences with step 2e-3 on float32 inputs: the outputs carry
-// ~3e-8 rounding each, so the quotient's noise is ~1e-4; tolerance
-// |numeric - analytic| <= 1e-2 |analytic| + 5e-4.
-#include <gtest/gtest.h>
-
-#include <cmath>
-#include <ostream>
-#include <string>
-#include <vector>
-
-#include "attn/autograd/ops.h"
+// Finite-difference cases for the fused "gru" and "lstm" ops, run by the
+// gradcheck table (test_gradcheck.cpp): both directions, padded batches with
+// unsorted lengths and empty sequences, with and without initial state and
+// biases. Every element of every input is checked (the tensors are small).
+// The case output joins y, h_n (and c_n) so one projection covers all three.
 #include "attn/nn/rnn.h"
+#include "gradcheck.h"
 
-using namespace attn;
-
+namespace attn::testing {
 namespace {
 
-struct GradCase {
-  const char* name;
-  bool lstm;
-  RnnDirection direction;
-  std::vector<int64_t> lengths;  // batch = lengths.size(), seq_len = 4
-  bool with_state;               // h0 (c0) given, else undefined = zeros
-  bool with_bias;
-};
-
-void PrintTo(const GradCase& c, std::ostream* os) { *os << c.name; }
-
-class RnnGradcheck : public ::testing::TestWithParam<GradCase> {};
-
-double dot(const Tensor& a, const Tensor& b) {
-  double s = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) s += double(a.data()[i]) * double(b.data()[i]);
-  return s;
-}
-
-TEST_P(RnnGradcheck, MatchesFiniteDifferences) {
-  const GradCase& c = GetParam();
-  const int64_t B = int64_t(c.lengths.size()), T = 4, I = 2, H = 3, G = c.lstm ? 4 : 3;
-  Rng rng(1234);
-  auto leaf = [&](const Shape& s) { return rand_uniform(s, rng, -1.0f, 1.0f).set_requires_grad(); };
-  Tensor x = leaf({B, T, I});
-  Tensor h0 = c.with_state ? leaf({B, H}) : Tensor();
-  Tensor c0 = c.with_state && c.lstm ? leaf({B, H}) : Tensor();
-  RnnWeights w{leaf({G * H, I}), leaf({G * H, H}), c.with_bias ? leaf({G * H}) : Tensor(),
-               c.with_bias ? leaf({G * H}) : Tensor()};
-  Tensor ry = randn({B, T, H}, rng), rh = randn({B, H}, rng), rc = randn({B, H}, rng);
-
-  // the op's outputs as {y, h_n, c_n}
-  auto run = [&]() -> std::vector<Tensor> {
-    if (c.lstm) {
-      LstmResult r = lstm(x, c.lengths, h0, c0, w, c.direction);
-      return {r.output, r.h_n, r.c_n};
-    }
-    GruResult r = gru(x, c.lengths, h0, w, c.direction);
-    return {r.output, r.h_n};
-  };
-  auto loss_double = [&]() {
-    NoGradGuard ng;
-    std::vector<Tensor> o = run();
-    return dot(o[0], ry) + dot(o[1], rh) + (c.lstm ? dot(o[2], rc) : 0.0);
-  };
-
-  std::vector<Tensor> o = run();
-  Tensor loss = add(sum_all(mul(o[0], ry)), sum_all(mul(o[1], rh)));
-  if (c.lstm) loss = add(loss, sum_all(mul(o[2], rc)));
-  backward(loss);
-
-  std::vector<std::pair<std::string, Tensor>> inputs = {{"x", x}, {"weight_ih", w.weight_ih}, {"weight_hh", w.weight_hh}};
-  if (c.with_bias) inputs.insert(inputs.end(), {{"bias_ih", w.bias_ih}, {"bias_hh", w.bias_hh}});
-  if (c.with_state) inputs.push_back({"h0", h0});
-  if (c.with_state && c.lstm) inputs.push_back({"c0", c0});
-
-  const float eps = 2e-3f;
-  int checked = 0;
-  for (auto& [name, t] : inputs) {
-    ASSERT_TRUE(t.grad().defined()) << name;
-    ASSERT_EQ(t.grad().shape(), t.shape()) << name;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      float keep = t.data()[i];
-      t.data()[i] = keep + eps;
-      double lp = loss_double();
-      t.data()[i] = keep - eps;
-      double lm = loss_double();
-      t.data()[i] = keep;
-      double numeric = (lp - lm) / (2.0 * double(eps));
-      double analytic = t.grad().data()[i];
-      EXPECT_LE(std::fabs(numeric - analytic), 1e-2 * std::fabs(analytic) + 5e-4)
-          << name << "[" << i << "]: numeric " << numeric << " analytic " << analytic;
-      ++checked;
-    }
-  }
-  EXPECT_GT(checked, 0);
-}
-
-std::string case_name(const ::testing::TestParamInfo<GradCase>& info) { return info.param.name; }
-
+using T = std::vector<Tensor>;
 using D = RnnDirection;
-INSTANTIATE_TEST_SUITE_P(
-    Ops, RnnGradcheck,
-    ::testing::Values(
-        //       name                    lstm   direction    lengths    state  bias
-        GradCase{"GruForwardPadded", false, D::Forward, {4, 2, 3}, true, true},
-        GradCase{"GruReversePadded", false, D::Reverse, {4, 2, 3}, true, true},
-        GradCase{"GruReverseEmptyRow", false, D::Reverse, {1, 0, 3}, false, true},
-        GradCase{"GruForwardNoBias", false, D::Forward, {3, 4}, true, false},
-        GradCase{"LstmForwardPadded", true, D::Forward, {4, 2, 3}, true, true},
-        GradCase{"LstmReversePadded", true, D::Reverse, {4, 2, 3}, true, true},
-        GradCase{"LstmForwardEmptyRow", true, D::Forward, {0, 4, 1}, true, true},
-        GradCase{"LstmReverseNoState", true, D::Reverse, {2, 3, 4}, false, true}),
-    case_name);
+constexpr int64_t kSteps = 4, kIn = 2, kHidden = 3;
+
+Tensor flat(const Tensor& t) { return reshape(t, {t.numel()}); }
+
+// Inputs: x [B, 4, 2], weight_ih [G*3, 2], weight_hh [G*3, 3], then bias_ih,
+// bias_hh [G*3] (with_bias), then h0 (and c0) [B, 3] (with_state).
+GradcheckCase rnn_case(const char* label, bool is_lstm, D dir, std::vector<int64_t> lengths, bool with_state,
+                       bool with_bias) {
+  const int64_t B = int64_t(lengths.size()), G = is_lstm ? 4 : 3;
+  std::vector<Shape> shapes = {{B, kSteps, kIn}, {G * kHidden, kIn}, {G * kHidden, kHidden}};
+  if (with_bias) shapes.insert(shapes.end(), {{G * kHidden}, {G * kHidden}});
+  if (with_state) shapes.push_back({B, kHidden});
+  if (with_state && is_lstm) shapes.push_back({B, kHidden});
+  auto f = [=](const T& x) {
+    size_t k = 3;
+    RnnWeights w{x[1], x[2], with_bias ? x[k] : Tensor(), with_bias ? x[k + 1] : Tensor()};
+    if (with_bias) k += 2;
+    Tensor h0 = with_state ? x[k] : Tensor();
+    if (is_lstm) {
+      LstmResult r = lstm(x[0], lengths, h0, with_state ? x[k + 1] : Tensor(), w, dir);
+      return concat({flat(r.output), flat(r.h_n), flat(r.c_n)}, 0);
+    }
+    GruResult r = gru(x[0], lengths, h0, w, dir);
+    return concat({flat(r.output), flat(r.h_n)}, 0);
+  };
+  GradcheckCase c{is_lstm ? "lstm" : "gru", label, shapes, f};
+  c.step = 2e-3f;  // the gates saturate: a small step keeps the difference quotient local
+  return c;
+}
+
+//                                         label             lstm   direction    lengths    state  bias
+ATTN_GRADCHECK_CASE(rnn_case("forward, padded", false, D::Forward, {4, 2, 3}, true, true));
+ATTN_GRADCHECK_CASE(rnn_case("reverse, padded", false, D::Reverse, {4, 2, 3}, true, true));
+ATTN_GRADCHECK_CASE(rnn_case("reverse, an empty row", false, D::Reverse, {1, 0, 3}, false, true));
+ATTN_GRADCHECK_CASE(rnn_case("forward, no bias", false, D::Forward, {3, 4}, true, false));
+ATTN_GRADCHECK_CASE(rnn_case("forward, padded", true, D::Forward, {4, 2, 3}, true, true));
+ATTN_GRADCHECK_CASE(rnn_case("reverse, padded", true, D::Reverse, {4, 2, 3}, true, true));
+ATTN_GRADCHECK_CASE(rnn_case("forward, an empty row", true, D::Forward, {0, 4, 1}, true, true));
+ATTN_GRADCHECK_CASE(rnn_case("reverse, no state", true, D::Reverse, {2, 3, 4}, false, true));
 
 }  // namespace
+}  // namespace attn::testing

@@ -35,31 +35,10 @@ void PrintTo(const ParityCase& c, std::ostream* os) { *os << c.name; }
 class RnnParity : public ::testing::TestWithParam<ParityCase> {};
 
 // The reference is float64 torch on our float32 inputs; we compute in float32
-// and must agree within 1e-4 relative, measured as EXPECT_CLOSE does,
-// |a - b| / (|b| + floor), but with the floor scaled to the tensor:
-//   floor = max(1e-3, 2e-3 * max|b|).
-// Why: a gradient element is a sum of batch*steps*(in or H) products whose
-// terms are of the order of the tensor's largest elements; float32 rounding of
-// that sum is ~eps * (term size) and does not shrink when the terms cancel to
-// a near-zero result. With EXPECT_CLOSE's fixed 1e-3 floor, the H = 256 cases
-// fail on such elements (e.g. 4e-7 off on a dW_ih element of 1e-4 in a tensor
-// whose largest element is 15.7) while torch's own float32 result fails the
-// same check by 3x more (1.2e-6 off there; up to 8.8e-4 "relative"). The
-// scaled floor allows 2e-7 * max|b| absolute (~3.4 float32 ulp of the largest
-// element) on near-zero elements and is 1e-4 relative everywhere else.
-constexpr double kTol = 1e-4;
+// and must agree within 1e-4 relative as EXPECT_CLOSE measures it (oracle.h).
+constexpr double kTol = 1e-4;  // see max_rel_diff in oracle.h for the floor
 
-double max_rel_diff_scaled(const Tensor& a, const Tensor& b) {
-  double scale = 0;
-  for (float v : b.to_vector()) scale = std::fmax(scale, std::fabs(double(v)));
-  return attn::testing::max_rel_diff(a, b, std::fmax(1e-3, 2e-3 * scale));
-}
-
-#define EXPECT_CLOSE_SCALED(a, b, what)                                                     \
-  do {                                                                                      \
-    double _d = max_rel_diff_scaled((a), (b));                                              \
-    EXPECT_LE(_d, kTol) << (what) << ": max relative difference (scaled floor) " << _d;    \
-  } while (0)
+#define EXPECT_CLOSE_SCALED(a, b, what) EXPECT_CLOSE((a), (b), kTol, (what))
 
 TEST_P(RnnParity, MatchesTorch) {
   const ParityCase& c = GetParam();

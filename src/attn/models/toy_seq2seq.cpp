@@ -16,7 +16,7 @@ ToySeq2Seq::ToySeq2Seq(const ToySeq2SeqOptions& opt, Rng& rng) : opt_(opt) {
 }
 
 Tensor ToySeq2Seq::encode(const Tensor& src, const std::vector<int64_t>& lengths) const {
-  nn::GruResult enc = encoder_->forward(src_embed_->forward(src), lengths);
+  GruResult enc = encoder_->forward(src_embed_->forward(src), lengths);
   return enc.h_n;  // [1, batch, H]: the decoder's h0
 }
 
@@ -26,7 +26,7 @@ Tensor ToySeq2Seq::loss(const data::Seq2SeqBatch& b) const {
   // Teacher forcing: all target steps at once; positions past each target's
   // end are ignored by the loss, so every row runs the full length.
   std::vector<int64_t> tgt_lengths(size_t(batch), tgt_len);
-  nn::GruResult dec = decoder_->forward(tgt_embed_->forward(b.tgt_in), tgt_lengths, h0);
+  GruResult dec = decoder_->forward(tgt_embed_->forward(b.tgt_in), tgt_lengths, h0);
   Tensor logits = out_->forward(dec.output);  // [batch, tgt_len, V]
   CrossEntropyOptions ce;
   ce.ignore_index = data::kPad;
@@ -40,10 +40,10 @@ std::vector<std::vector<int>> ToySeq2Seq::greedy(const Tensor& src, const std::v
   Tensor h = encode(src, lengths);  // [1, batch, H]
   Tensor prev = Tensor::full({batch, 1}, float(data::kBos));
   std::vector<int64_t> ones(size_t(batch), 1);
-  std::vector<std::vector<int>> out(size_t(batch));
-  std::vector<bool> done(size_t(batch), false);
+  std::vector<std::vector<int>> out(static_cast<size_t>(batch));
+  std::vector<bool> done(static_cast<size_t>(batch), false);
   for (int step = 0; step < max_len; ++step) {
-    nn::GruResult dec = decoder_->forward(tgt_embed_->forward(prev), ones, h);
+    GruResult dec = decoder_->forward(tgt_embed_->forward(prev), ones, h);
     h = dec.h_n;
     Tensor logits = out_->forward(dec.output);  // [batch, 1, V]
     bool all_done = true;
