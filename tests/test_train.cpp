@@ -12,19 +12,16 @@
 #include "attn/train/optim.h"
 #include "attn/train/seed.h"
 #include "oracle.h"
+#include "train_test_util.h"
 
 using namespace attn;
+using attn::testing::bit_equal;
 using attn::testing::run_oracle;
 
 namespace {
 
 // Sets p.grad to a copy of g (what a backward pass would leave there).
 void set_grad(const Tensor& p, const Tensor& g) { p.impl()->grad = g.clone().impl_ptr(); }
-
-bool bit_equal(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape()) return false;
-  return std::memcmp(a.data(), b.data(), size_t(a.numel()) * sizeof(float)) == 0;
-}
 
 // Fresh leaf parameters from the oracle's init.<name> entries, in file order.
 nn::NamedTensors params_from(const SafetensorsFile& f) {
