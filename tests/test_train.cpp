@@ -85,6 +85,7 @@ struct OptimCase {
   MakeOptimizer make;
   bool has_state = true;  // false: torch keeps no state (plain SGD), so none is compared
 };
+void PrintTo(const OptimCase& c, std::ostream* os) { *os << c.name; }
 
 template <class O, class Opt>
 MakeOptimizer maker(Opt o) {
@@ -183,6 +184,7 @@ struct ClipCase {
   double max_norm, norm_type;
   bool clips;  // whether the total exceeds max_norm (guards against a case that tests nothing)
 };
+void PrintTo(const ClipCase& c, std::ostream* os) { *os << c.name; }
 class ClipParity : public ::testing::TestWithParam<ClipCase> {};
 }  // namespace
 
