@@ -18,7 +18,10 @@ using namespace simd;
 using detail::tile_gemm;
 
 constexpr int64_t kBr = 64;            // queries per block: the lane axis of every tile
-constexpr int64_t kBc = 128;           // keys per block
+#ifndef ATTN_FLASH_BC
+#define ATTN_FLASH_BC 64
+#endif
+constexpr int64_t kBc = ATTN_FLASH_BC;  // keys per block
 constexpr int kVecs = int(kBr) / kLanes;  // vectors across one block of queries
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr int64_t kParallelWork = 1 << 18;  // multiply-adds below which one thread does it all
@@ -214,30 +217,45 @@ void backward(const Problem& p, const float* out, const float* dout, const float
     const int64_t klen = key_count(p, b);
     const int64_t nkb = ceil_div(klen, kBc), kb_begin = nkb * c / chunks, kb_end = nkb * (c + 1) / chunks;
 
-    // pack this (b, h)'s queries and output gradients, both transposed (lanes =
-    // queries) and as padded rows; lse (+inf on padding lanes) and
-    // delta_i = dO_i . O_i
-    for (int64_t i = 0; i < Lqp; ++i) {
-      const bool real = i < Lq;
-      const int64_t blk = i / kBr, l = i % kBr;
+    // pack this (b, h)'s queries and output gradients, both transposed per block
+    // of 64 queries (lanes = queries) and as rows padded to whole vectors; lse
+    // (+inf on padding lanes: P = 0 there) and delta_i = dO_i . O_i
+    for (int64_t blk = 0; blk < nqb; ++blk) {
+      const int64_t i0 = blk * kBr, ni = std::min(kBr, Lq - i0);
       for (int64_t d = 0; d < D; ++d) {
-        float x = real ? p.scale * q[i * D + d] : 0.0f;
-        qt_all[(blk * D + d) * kBr + l] = x;
-        qs[i * Dp + d] = x;
-        dqt_all[(blk * D + d) * kBr + l] = 0.0f;
+        float* row = qt_all + (blk * D + d) * kBr;
+        for (int64_t l = 0; l < ni; ++l) row[l] = p.scale * q[(i0 + l) * D + d];
+        std::fill(row + ni, row + kBr, 0.0f);
       }
-      for (int64_t d = D; d < Dp; ++d) qs[i * Dp + d] = 0.0f;
-      float dlt = 0.0f;
       for (int64_t d = 0; d < Dv; ++d) {
-        float g = real ? dO[i * Dv + d] : 0.0f;
-        dot_all[(blk * Dv + d) * kBr + l] = g;
-        dor[i * Dvp + d] = g;
-        if (real) dlt += g * o[i * Dv + d];
+        float* row = dot_all + (blk * Dv + d) * kBr;
+        for (int64_t l = 0; l < ni; ++l) row[l] = dO[(i0 + l) * Dv + d];
+        std::fill(row + ni, row + kBr, 0.0f);
       }
-      for (int64_t d = Dv; d < Dvp; ++d) dor[i * Dvp + d] = 0.0f;
-      lse_p[i] = real ? lse[bh * Lq + i] : kInf;
+    }
+    std::fill(dqt_all, dqt_all + Lqp * D, 0.0f);
+    std::fill(qs + Lq * Dp, qs + Lqp * Dp, 0.0f);
+    std::fill(dor + Lq * Dvp, dor + Lqp * Dvp, 0.0f);
+    for (int64_t i = 0; i < Lq; ++i) {
+      float* qr = qs + i * Dp;
+      float* gr = dor + i * Dvp;
+      const float* qi = q + i * D;
+      const float* gi = dO + i * Dv;
+      const float* oi = o + i * Dv;
+      for (int64_t d = 0; d < D; ++d) qr[d] = p.scale * qi[d];
+      std::fill(qr + D, qr + Dp, 0.0f);
+      float dlt = 0.0f;
+#pragma omp simd reduction(+ : dlt)
+      for (int64_t d = 0; d < Dv; ++d) {
+        gr[d] = gi[d];
+        dlt += gi[d] * oi[d];
+      }
+      std::fill(gr + Dv, gr + Dvp, 0.0f);
+      lse_p[i] = lse[bh * Lq + i];
       delta[i] = dlt;
     }
+    std::fill(lse_p + Lq, lse_p + Lqp, kInf);
+    std::fill(delta + Lq, delta + Lqp, 0.0f);
 
     for (int64_t kb = kb_begin; kb < kb_end; ++kb) {
       const int64_t j0 = kb * kBc, nj = std::min(kBc, klen - j0);
@@ -299,9 +317,12 @@ void backward(const Problem& p, const float* out, const float* dout, const float
       std::fill(dv + (bh * Lk + klen) * Dv, dv + (bh + 1) * Lk * Dv, 0.0f);
     }
     float* dst = chunks > 1 ? partial.data() + it * Lq * D : dq + bh * Lq * D;
-    for (int64_t i = 0; i < Lq; ++i) {
-      const float* col = dqt_all + (i / kBr) * D * kBr + i % kBr;
-      for (int64_t d = 0; d < D; ++d) dst[i * D + d] = p.scale * col[d * kBr];
+    for (int64_t blk = 0; blk < nqb; ++blk) {
+      const int64_t i0 = blk * kBr, ni = std::min(kBr, Lq - i0);
+      for (int64_t d = 0; d < D; ++d) {
+        const float* row = dqt_all + (blk * D + d) * kBr;
+        for (int64_t l = 0; l < ni; ++l) dst[(i0 + l) * D + d] = p.scale * row[l];
+      }
     }
   }
 
