@@ -98,12 +98,20 @@ AdditiveStepOutput additive_step(const Tensor& query, const Tensor& keys_proj, c
     const float inv = len > 0 ? 1.0f / sum : 0.0f;
     for (int64_t j = 0; j < len; ++j) wr[j] *= inv;
     for (int64_t j = len; j < Lk; ++j) wr[j] = 0.0f;
-    // c = sum_j a_j h_j
+    // c = sum_j a_j h_j (streams the values once; four rows per pass over c)
     float* c = pctx + b * Dv;
     std::fill(c, c + Dv, 0.0f);
-    for (int64_t j = 0; j < len; ++j) {
+    const float* hb = pval + b * Lk * Dv;
+    int64_t j = 0;
+    for (; j + 4 <= len; j += 4) {
+      const float a0 = wr[j], a1 = wr[j + 1], a2 = wr[j + 2], a3 = wr[j + 3];
+      const float *h0 = hb + j * Dv, *h1 = h0 + Dv, *h2 = h1 + Dv, *h3 = h2 + Dv;
+#pragma omp simd
+      for (int64_t d = 0; d < Dv; ++d) c[d] += a0 * h0[d] + a1 * h1[d] + a2 * h2[d] + a3 * h3[d];
+    }
+    for (; j < len; ++j) {
       const float a = wr[j];
-      const float* h = pval + (b * Lk + j) * Dv;
+      const float* h = hb + j * Dv;
 #pragma omp simd
       for (int64_t d = 0; d < Dv; ++d) c[d] += a * h[d];
     }
@@ -119,7 +127,9 @@ AdditiveStepOutput additive_step(const Tensor& query, const Tensor& keys_proj, c
         const float* plen = lengths.defined() ? lengths.data() : nullptr;
         const float* dctx = d[0].defined() ? d[0].data() : nullptr;  // [B, Dv]
         const float* dwo = d[1].defined() ? d[1].data() : nullptr;   // [B, Lk]
-        Tensor dkp = Tensor::zeros(kp.shape()), dval = Tensor::zeros(values.shape());
+        // rows j < length are written below; only the padding rows (and dval when
+        // no context gradient arrives) need zeros
+        Tensor dkp = Tensor::empty(kp.shape()), dval = Tensor::empty(values.shape());
         Tensor dqp = Tensor::zeros({B, A}), dv_rows = Tensor::zeros({B, A}), da_all = Tensor::empty({B, Lk});
         float *pdkp = dkp.data(), *pdval = dval.data(), *pdqp = dqp.data(), *pdvr = dv_rows.data(), *pda = da_all.data();
         const bool par = B > 1 && B * Lk * (A + Dv) > kParallelGrain;
@@ -128,6 +138,8 @@ AdditiveStepOutput additive_step(const Tensor& query, const Tensor& keys_proj, c
           const int64_t len = plen ? int64_t(plen[b]) : Lk;
           const float* wr = pw + b * Lk;
           float* da = pda + b * Lk;
+          std::fill(pdkp + (b * Lk + len) * A, pdkp + (b + 1) * Lk * A, 0.0f);
+          std::fill(pdval + (b * Lk + (dctx ? len : 0)) * Dv, pdval + (b + 1) * Lk * Dv, 0.0f);
           float dot = 0.0f;
           // c = sum_j a_j h_j  =>  da_j = dc . h_j (+ the weights' own gradient),  dh_j = a_j dc
           for (int64_t j = 0; j < len; ++j) {
