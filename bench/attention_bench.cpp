@@ -11,6 +11,7 @@
 // The functions above main() are meant to move into `attn bench` unchanged.
 //
 // usage: attn_bench_attention [--threads N] [--quick] [--large] [--impl fused|naive|both] [--additive]
+//                             [--lens 32,128] [--shape B,H,L[,causal]] [--reps N] [--only-additive]
 //   default: B=4 H=8 D=64, L in {32, 128, 512, 2048}, causal and not (naive up to 2048);
 //   --large adds L=4096 (fused only) and B=1 H=8 L=16384 (fused only);
 //   --quick: fewer repetitions.
@@ -144,6 +145,8 @@ int main(int argc, char** argv) {
   bool quick = false, large = false, additive = false, only_additive = false;
   std::string impl = "both";
   std::vector<int64_t> lens = {32, 128, 512, 2048};
+  std::vector<AttentionShape> custom;
+  int reps_override = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--threads" && i + 1 < argc) threads = std::atoi(argv[++i]);
@@ -152,19 +155,29 @@ int main(int argc, char** argv) {
     else if (a == "--additive") additive = true;
     else if (a == "--only-additive") additive = only_additive = true;
     else if (a == "--impl" && i + 1 < argc) impl = argv[++i];
+    else if (a == "--reps" && i + 1 < argc) reps_override = std::atoi(argv[++i]);
+    else if (a == "--shape" && i + 1 < argc) {  // B,H,L[,causal]
+      long long B = 0, H = 0, L = 0;
+      int causal = 0;
+      if (std::sscanf(argv[++i], "%lld,%lld,%lld,%d", &B, &H, &L, &causal) < 3) {
+        std::fprintf(stderr, "--shape expects B,H,L[,causal]\n");
+        return 2;
+      }
+      custom.push_back({B, H, L, L, 64, causal != 0});
+    }
     else if (a == "--lens" && i + 1 < argc) {
       lens.clear();
       for (char* t = std::strtok(argv[++i], ","); t; t = std::strtok(nullptr, ",")) lens.push_back(std::atoll(t));
     } else {
       std::fprintf(stderr, "usage: %s [--threads N] [--quick] [--large] [--additive|--only-additive] "
-                           "[--impl fused|naive|both] [--lens 32,128,...]\n", argv[0]);
+                           "[--impl fused|naive|both] [--lens 32,128,...] [--shape B,H,L[,causal]] [--reps N]\n", argv[0]);
       return 2;
     }
   }
   attn::set_num_threads(threads);
   if (!only_additive) {
-    std::vector<AttentionShape> shapes;
-    for (int64_t L : lens)
+    std::vector<AttentionShape> shapes = custom;
+    for (int64_t L : custom.empty() ? lens : std::vector<int64_t>{})
       for (bool c : {false, true}) shapes.push_back({4, 8, L, L, 64, c});
     if (large) {
       shapes.push_back({4, 8, 4096, 4096, 64, false});
@@ -173,7 +186,7 @@ int main(int argc, char** argv) {
     }
     for (const AttentionShape& s : shapes) {
       const double work = double(s.B * s.H * s.Lq * s.Lk);
-      const int reps = quick ? 3 : (work > 1e8 ? 3 : work > 1e7 ? 5 : 11);
+      const int reps = reps_override > 0 ? reps_override : quick ? 3 : (work > 1e8 ? 3 : work > 1e7 ? 5 : 11);
       if (impl != "naive") print_attention(s, true, time_attention(s, true, reps));
       // the materialising path stores B H L^2 floats several times over: not past 2048
       if (impl != "fused" && s.Lq <= 2048) print_attention(s, false, time_attention(s, false, reps));

@@ -69,6 +69,14 @@ void mask_scores(const Problem& p, int64_t b, int64_t h, int64_t i0, int64_t ni,
   }
 }
 
+// Asks for [p, p + floats) to be brought into L2 ahead of use: the next block of
+// keys/values (or queries) streams from L3 while this one is computed. Long
+// sequences (K, V of one head > L2) otherwise stall on every block.
+inline void prefetch_l2(const float* p, int64_t floats) {
+  const char* c = reinterpret_cast<const char*>(p);
+  for (int64_t b = 0; b < floats * int64_t(sizeof(float)); b += 64) __builtin_prefetch(c + b, 0, 2);
+}
+
 // Scratch floats per thread, carved out of one pooled tensor before the parallel region.
 struct Scratch {
   Tensor buf;
@@ -120,6 +128,11 @@ void forward(const Problem& p, float* out, float* lse) {
 
     for (int64_t j0 = 0; j0 < kend; j0 += kBc) {
       const int64_t nj = std::min(kBc, kend - j0);
+      if (j0 + kBc < kend) {
+        const int64_t nn = std::min(kBc, kend - j0 - kBc);
+        prefetch_l2(k + (j0 + kBc) * D, nn * D);
+        prefetch_l2(v + (j0 + kBc) * Dv, nn * Dv);
+      }
       // S^T [nj, kBr] = K_j Qt  (scores, already scaled)
       tile_gemm(nj, kBr, D, k + j0 * D, D, 1, qt, kBr, st, kBr, false);
       mask_scores(p, b, h, i0, ni, j0, nj, st);
@@ -265,6 +278,13 @@ void backward(const Problem& p, const float* out, const float* dout, const float
       std::fill(dvacc, dvacc + nj * Dvp, 0.0f);
       for (int64_t qb = p.causal ? j0 / kBr : 0; qb < nqb; ++qb) {
         const int64_t i0 = qb * kBr, ni = std::min(kBr, Lq - i0);
+        if (qb + 1 < nqb) {  // the next query block's packed operands
+          prefetch_l2(qt_all + (qb + 1) * D * kBr, D * kBr);
+          prefetch_l2(dot_all + (qb + 1) * Dv * kBr, Dv * kBr);
+          prefetch_l2(dqt_all + (qb + 1) * D * kBr, D * kBr);
+          prefetch_l2(qs + (i0 + kBr) * Dp, std::min(kBr, Lq - i0 - kBr) * Dp);
+          prefetch_l2(dor + (i0 + kBr) * Dvp, std::min(kBr, Lq - i0 - kBr) * Dvp);
+        }
         // S^T = K_j Qt (scaled), P^T = exp(S^T - lse), hidden keys 0
         tile_gemm(nj, kBr, D, kj, D, 1, qt_all + qb * D * kBr, kBr, st, kBr, false);
         mask_scores(p, b, h, i0, ni, j0, nj, st);
