@@ -97,7 +97,7 @@ Tensor predicted_positions(const Tensor& q, const Tensor& Wp, const Tensor& vp, 
 
 // ---- options and result ----
 enum class Kernel {
-  Auto,          // fused for ScaledDot without weights, local window or materialised-only options
+  Auto,          // fused when the score is ScaledDot, the window global and no weights are requested
   Fused,         // require the fused kernel (throws when the call needs weights or another score)
   Materialized,  // always scores -> softmax -> weights @ v
 };
