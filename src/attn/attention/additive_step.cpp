@@ -1,0 +1,180 @@
+// The fused additive-attention decoder step: forward and backward kernels.
+#include "attn/attention/additive_step.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+#include "attn/attention/checks.h"
+#include "attn/attention/simd.h"
+#include "attn/tensor/kernels.h"
+#include "attn/tensor/threading.h"
+
+namespace attn::attention {
+namespace {
+using detail::shp;
+
+// sum_a v[a] tanh(qp[a] + kp[a]) over a < A, vectorised
+float score_row(const float* qp, const float* kp, const float* v, int64_t A) {
+  using namespace simd;
+  vf acc = zero();
+  int64_t a = 0;
+  for (; a + kLanes <= A; a += kLanes) acc = fmadd(load(v + a), simd::tanh(add(load(qp + a), load(kp + a))), acc);
+  float s = reduce_add(acc);
+  for (; a < A; ++a) s += v[a] * std::tanh(qp[a] + kp[a]);
+  return s;
+}
+
+// e = v^T tanh(z), z = qp + kp:  dkp = dqp_part = de v (1 - tanh^2 z),  dv += de tanh z
+void score_row_backward(const float* qp, const float* kp, const float* v, float de, int64_t A, float* dkp, float* dqp,
+                        float* dv) {
+  using namespace simd;
+  const vf vde = set1(de), one = set1(1.0f);
+  int64_t a = 0;
+  for (; a + kLanes <= A; a += kLanes) {
+    vf t = simd::tanh(add(load(qp + a), load(kp + a)));
+    vf dz = mul(mul(vde, load(v + a)), sub(one, mul(t, t)));
+    store(dkp + a, dz);
+    store(dqp + a, add(load(dqp + a), dz));
+    store(dv + a, fmadd(vde, t, load(dv + a)));
+  }
+  for (; a < A; ++a) {
+    float t = std::tanh(qp[a] + kp[a]);
+    float dz = de * v[a] * (1.0f - t * t);
+    dkp[a] = dz;
+    dqp[a] += dz;
+    dv[a] += de * t;
+  }
+}
+}  // namespace
+
+Tensor project_keys(const Tensor& keys, const Tensor& W2, const Tensor& bias) {
+  if (!keys.defined() || keys.dim() != 3)
+    throw std::invalid_argument("project_keys: keys " + shp(keys) + " (expects [B, Lk, Dk])");
+  return linear(keys, W2, bias);
+}
+
+AdditiveStepOutput additive_step(const Tensor& query, const Tensor& keys_proj, const Tensor& values, const Tensor& W1,
+                                 const Tensor& v, const Tensor& key_lengths) {
+  bool ok = query.defined() && keys_proj.defined() && values.defined() && W1.defined() && v.defined() &&
+            query.dim() == 2 && keys_proj.dim() == 3 && values.dim() == 3 && W1.dim() == 2 && v.dim() == 1;
+  if (ok) {
+    const int64_t B = query.size(0), A = v.size(0);
+    ok = keys_proj.size(0) == B && values.size(0) == B && keys_proj.size(1) == values.size(1) &&
+         keys_proj.size(2) == A && W1.size(0) == A && W1.size(1) == query.size(1);
+  }
+  if (!ok)
+    throw std::invalid_argument("additive_step: query " + shp(query) + ", keys_proj " + shp(keys_proj) + ", values " +
+                                shp(values) + ", W1 " + shp(W1) + ", v " + shp(v) +
+                                " (expects query [B, Qd], keys_proj [B, Lk, A], values [B, Lk, Dv], W1 [A, Qd], v [A])");
+  const int64_t B = query.size(0), Qd = query.size(1), Lk = keys_proj.size(1), A = v.size(0), Dv = values.size(2);
+  Mask m;
+  m.key_lengths = key_lengths;
+  detail::check_mask("additive_step", m, B, 1, 1, Lk);
+
+  // qp [B, A] = query W1^T
+  Tensor qp = Tensor::empty({B, A});
+  kernels::gemm(false, true, B, A, Qd, 1.0f, query.data(), Qd, W1.data(), Qd, 0.0f, qp.data(), A);
+  Tensor ctx = Tensor::empty({B, Dv}), w = Tensor::empty({B, Lk});
+  const float *pqp = qp.data(), *pkp = keys_proj.data(), *pval = values.data(), *pv = v.data();
+  const float* plen = key_lengths.defined() ? key_lengths.data() : nullptr;
+  float *pctx = ctx.data(), *pw = w.data();
+  const bool par = B > 1 && B * Lk * (A + Dv) > kParallelGrain;
+#pragma omp parallel for schedule(static) if (par)
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t len = plen ? int64_t(plen[b]) : Lk;
+    float* wr = pw + b * Lk;
+    // e_j = v^T tanh(W1 s + U h_j); a = softmax over j < len
+    float mx = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < len; ++j) {
+      wr[j] = score_row(pqp + b * A, pkp + (b * Lk + j) * A, pv, A);
+      mx = std::max(mx, wr[j]);
+    }
+    float sum = 0.0f;
+    for (int64_t j = 0; j < len; ++j) sum += (wr[j] = std::exp(wr[j] - mx));
+    const float inv = len > 0 ? 1.0f / sum : 0.0f;
+    for (int64_t j = 0; j < len; ++j) wr[j] *= inv;
+    for (int64_t j = len; j < Lk; ++j) wr[j] = 0.0f;
+    // c = sum_j a_j h_j (streams the values once; four rows per pass over c)
+    float* c = pctx + b * Dv;
+    std::fill(c, c + Dv, 0.0f);
+    const float* hb = pval + b * Lk * Dv;
+    int64_t j = 0;
+    for (; j + 4 <= len; j += 4) {
+      const float a0 = wr[j], a1 = wr[j + 1], a2 = wr[j + 2], a3 = wr[j + 3];
+      const float *h0 = hb + j * Dv, *h1 = h0 + Dv, *h2 = h1 + Dv, *h3 = h2 + Dv;
+#pragma omp simd
+      for (int64_t d = 0; d < Dv; ++d) c[d] += a0 * h0[d] + a1 * h1[d] + a2 * h2[d] + a3 * h3[d];
+    }
+    for (; j < len; ++j) {
+      const float a = wr[j];
+      const float* h = hb + j * Dv;
+#pragma omp simd
+      for (int64_t d = 0; d < Dv; ++d) c[d] += a * h[d];
+    }
+  }
+
+  AdditiveStepOutput out{ctx, w};
+  autograd::record(
+      "additive_step", {query, keys_proj, values, W1, v}, {&out.context, &out.weights},
+      [query = query.detach(), kp = keys_proj.detach(), values = values.detach(), W1 = W1.detach(), v = v.detach(),
+       lengths = key_lengths.defined() ? key_lengths.detach() : Tensor(), qp, w = w.detach(), B, Qd, Lk, A,
+       Dv](const std::vector<Tensor>& d) -> std::vector<Tensor> {
+        const float *pkp = kp.data(), *pval = values.data(), *pv = v.data(), *pqp = qp.data(), *pw = w.data();
+        const float* plen = lengths.defined() ? lengths.data() : nullptr;
+        const float* dctx = d[0].defined() ? d[0].data() : nullptr;  // [B, Dv]
+        const float* dwo = d[1].defined() ? d[1].data() : nullptr;   // [B, Lk]
+        // rows j < length are written below; only the padding rows (and dval when
+        // no context gradient arrives) need zeros
+        Tensor dkp = Tensor::empty(kp.shape()), dval = Tensor::empty(values.shape());
+        Tensor dqp = Tensor::zeros({B, A}), dv_rows = Tensor::zeros({B, A}), da_all = Tensor::empty({B, Lk});
+        float *pdkp = dkp.data(), *pdval = dval.data(), *pdqp = dqp.data(), *pdvr = dv_rows.data(), *pda = da_all.data();
+        const bool par = B > 1 && B * Lk * (A + Dv) > kParallelGrain;
+#pragma omp parallel for schedule(static) if (par)
+        for (int64_t b = 0; b < B; ++b) {
+          const int64_t len = plen ? int64_t(plen[b]) : Lk;
+          const float* wr = pw + b * Lk;
+          float* da = pda + b * Lk;
+          std::fill(pdkp + (b * Lk + len) * A, pdkp + (b + 1) * Lk * A, 0.0f);
+          std::fill(pdval + (b * Lk + (dctx ? len : 0)) * Dv, pdval + (b + 1) * Lk * Dv, 0.0f);
+          float dot = 0.0f;
+          // c = sum_j a_j h_j  =>  da_j = dc . h_j (+ the weights' own gradient),  dh_j = a_j dc
+          for (int64_t j = 0; j < len; ++j) {
+            float g = dwo ? dwo[b * Lk + j] : 0.0f;
+            if (dctx) {
+              const float* h = pval + (b * Lk + j) * Dv;
+              const float* dc = dctx + b * Dv;
+              float* dh = pdval + (b * Lk + j) * Dv;
+              float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+              for (int64_t e = 0; e < Dv; ++e) {
+                s += dc[e] * h[e];
+                dh[e] = wr[j] * dc[e];
+              }
+              g += s;
+            }
+            da[j] = g;
+            dot += wr[j] * g;
+          }
+          // a = softmax(e)  =>  de_j = a_j (da_j - sum_k a_k da_k)
+          for (int64_t j = 0; j < len; ++j) {
+            float de = wr[j] * (da[j] - dot);
+            // e_j = v^T tanh(qp + kp_j)
+            score_row_backward(pqp + b * A, pkp + (b * Lk + j) * A, pv, de, A, pdkp + (b * Lk + j) * A, pdqp + b * A,
+                               pdvr + b * A);
+          }
+        }
+        // qp = query W1^T  =>  dquery = dqp W1,  dW1 = dqp^T query;  dv = sum_b rows
+        Tensor dquery = Tensor::empty(query.shape()), dW1 = Tensor::empty(W1.shape());
+        kernels::gemm(false, false, B, Qd, A, 1.0f, pdqp, A, W1.data(), Qd, 0.0f, dquery.data(), Qd);
+        kernels::gemm(true, false, A, Qd, B, 1.0f, pdqp, A, query.data(), Qd, 0.0f, dW1.data(), Qd);
+        Tensor dv = kernels::sum_axis(dv_rows, 0, false);
+        return {dquery, dkp, dval, dW1, dv};
+      });
+  return out;
+}
+
+}  // namespace attn::attention

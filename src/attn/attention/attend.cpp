@@ -1,0 +1,122 @@
+// attention(): dispatch between the fused kernel and the materialising path;
+// attend(): masked softmax (global or Luong's local window), dropout, context.
+#include <cmath>
+#include <stdexcept>
+
+#include "attn/attention/checks.h"
+#include "attn/tensor/kernels.h"
+
+namespace attn::attention {
+namespace {
+using detail::shp;
+
+bool dropout_active(const AttentionOptions& o) { return o.training && o.dropout > 0.0f; }
+
+void check_dropout(const char* fn, const AttentionOptions& o) {
+  if (!(o.dropout >= 0.0f && o.dropout < 1.0f))
+    throw std::invalid_argument(std::string(fn) + ": dropout " + std::to_string(o.dropout) + " outside [0, 1)");
+  if (dropout_active(o) && !o.rng)
+    throw std::invalid_argument(std::string(fn) + ": dropout is active (training, p > 0) but no rng was given");
+}
+
+// 0/1 [1, 1, Lq, Lk]: local-m's window |j - (i + offset)| <= half_width
+Tensor monotonic_window(int64_t Lq, int64_t Lk, int64_t offset, int64_t half_width) {
+  Tensor w = Tensor::empty({1, 1, Lq, Lk});
+  for (int64_t i = 0; i < Lq; ++i)
+    for (int64_t j = 0; j < Lk; ++j) w.data()[i * Lk + j] = std::llabs(j - (i + offset)) <= half_width ? 1.0f : 0.0f;
+  return w;
+}
+
+// 0/1 [B, H, Lq, Lk]: local-p's window |j - p| <= half_width around real positions p [B, H, Lq]
+Tensor predictive_window(const Tensor& pos, int64_t Lk, int64_t half_width) {
+  const int64_t rows = pos.numel();
+  Tensor w = Tensor::empty({pos.size(0), pos.size(1), pos.size(2), Lk});
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < Lk; ++j)
+      w.data()[r * Lk + j] = std::fabs(float(j) - pos.data()[r]) <= float(half_width) ? 1.0f : 0.0f;
+  return w;
+}
+
+Tensor combine(const Tensor& a, const Tensor& b) { return a.defined() ? kernels::mul(a, b) : b; }
+}  // namespace
+
+Tensor predicted_positions(const Tensor& q, const Tensor& Wp, const Tensor& vp, const Tensor& key_lengths, int64_t Lk) {
+  if (!q.defined() || q.dim() != 4 || !Wp.defined() || !vp.defined() || Wp.dim() != 2 || vp.dim() != 1 ||
+      Wp.size(1) != q.size(3) || Wp.size(0) != vp.size(0))
+    throw std::invalid_argument("predicted_positions: q " + shp(q) + ", Wp " + shp(Wp) + ", vp " + shp(vp) +
+                                " (expects q [B, H, Lq, D], Wp [A, D], vp [A])");
+  const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), A = vp.size(0);
+  Mask m;
+  m.key_lengths = key_lengths;
+  detail::check_mask("predicted_positions", m, B, H, Lq, Lk);
+  // S_b: the source length of each sentence
+  Tensor S = Tensor::empty({B, 1, 1});
+  for (int64_t b = 0; b < B; ++b) S.data()[b] = key_lengths.defined() ? key_lengths.data()[b] : float(Lk);
+  // p = S sigmoid(vp^T tanh(Wp q))
+  Tensor e = matmul(tanh(linear(q, Wp, Tensor())), reshape(vp, {A, 1}));  // [B, H, Lq, 1]
+  return mul(reshape(sigmoid(e), {B, H, Lq}), S);
+}
+
+AttentionOutput attend(const Tensor& sc, const Tensor& v, const AttentionOptions& opt, const Tensor& positions) {
+  if (!sc.defined() || !v.defined() || sc.dim() != 4 || v.dim() != 4 || sc.size(0) != v.size(0) ||
+      sc.size(1) != v.size(1) || sc.size(3) != v.size(2))
+    throw std::invalid_argument("attend: scores " + shp(sc) + " and v " + shp(v) +
+                                " (expects scores [B, H, Lq, Lk], v [B, H, Lk, Dv])");
+  check_dropout("attend", opt);
+  const int64_t B = sc.size(0), H = sc.size(1), Lq = sc.size(2), Lk = sc.size(3);
+  Tensor mask = mask_tensor(opt.mask, B, H, Lq, Lk);
+  const LocalOptions& loc = opt.local;
+  if (loc.window != Window::Global && loc.half_width < 0)
+    throw std::invalid_argument("attend: local half_width " + std::to_string(loc.half_width) + " < 0");
+  Tensor gauss;
+  if (loc.window == Window::LocalMonotonic) {
+    mask = combine(mask, monotonic_window(Lq, Lk, loc.position_offset, loc.half_width));
+  } else if (loc.window == Window::LocalPredictive) {
+    if (!positions.defined() || positions.shape() != Shape{B, H, Lq})
+      throw std::invalid_argument("attend: local-p needs positions [B, H, Lq] = " + Shape{B, H, Lq}.str() + ", got " +
+                                  shp(positions));
+    mask = combine(mask, predictive_window(positions, Lk, loc.half_width));
+    // exp(-(j - p)^2 / (2 sigma^2)), sigma = D / 2, differentiable in p
+    Tensor j = Tensor::empty({1, 1, 1, Lk});
+    for (int64_t i = 0; i < Lk; ++i) j.data()[i] = float(i);
+    Tensor diff = sub(j, reshape(positions, {B, H, Lq, 1}));
+    float sigma = 0.5f * float(loc.half_width > 0 ? loc.half_width : 1);
+    gauss = exp(affine(mul(diff, diff), -1.0f / (2.0f * sigma * sigma)));
+  }
+  // a_ij = softmax over the visible keys (all-hidden rows give zeros)
+  Tensor weights = softmax(sc, -1, mask);
+  if (gauss.defined()) weights = mul(weights, gauss);
+  Tensor used = weights;
+  if (dropout_active(opt)) used = mul(weights, dropout_keep_mask(opt.rng->next_u64(), opt.dropout, B, H, Lq, Lk));
+  // c_i = sum_j a_ij v_j
+  Tensor context = matmul(used, v);
+  return {context, opt.need_weights ? weights : Tensor()};
+}
+
+AttentionOutput attention(const Tensor& q, const Tensor& k, const Tensor& v, const Score& score,
+                          const AttentionOptions& opt) {
+  const bool dotlike = std::holds_alternative<Dot>(score) || std::holds_alternative<ScaledDot>(score);
+  detail::check_qkv("attention", q, k, v, dotlike);
+  detail::check_mask("attention", opt.mask, q.size(0), q.size(1), q.size(2), k.size(2));
+  check_dropout("attention", opt);
+  const bool can_fuse = std::holds_alternative<ScaledDot>(score) && opt.local.window == Window::Global && !opt.need_weights;
+  if (opt.kernel == Kernel::Fused && !can_fuse)
+    throw std::invalid_argument("attention: Kernel::Fused needs a ScaledDot score, a global window and need_weights = false");
+  if (can_fuse && opt.kernel != Kernel::Materialized) {
+    FusedOptions f;
+    f.mask = opt.mask;
+    const auto& s = std::get<ScaledDot>(score);
+    f.scale = s.scale ? *s.scale : 1.0f / std::sqrt(float(q.size(3)));
+    if (dropout_active(opt)) {
+      f.dropout = opt.dropout;
+      f.seed = opt.rng->next_u64();
+    }
+    return {sdpa_fused(q, k, v, f), Tensor()};
+  }
+  Tensor positions;
+  if (opt.local.window == Window::LocalPredictive)
+    positions = predicted_positions(q, opt.local.Wp, opt.local.vp, opt.mask.key_lengths, k.size(2));
+  return attend(scores(q, k, score), v, opt, positions);
+}
+
+}  // namespace attn::attention

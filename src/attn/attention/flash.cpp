@@ -1,0 +1,362 @@
+// Fused scaled dot-product attention: forward and backward kernels (see flash.h).
+#include "attn/attention/flash.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "attn/attention/dropout_hash.h"
+#include "attn/attention/simd.h"
+#include "attn/attention/tile_gemm.h"
+#include "attn/tensor/tensor.h"
+
+namespace attn::attention::flash {
+namespace {
+using namespace simd;
+using detail::tile_gemm;
+
+constexpr int64_t kBr = 64;            // queries per block: the lane axis of every tile
+#ifndef ATTN_FLASH_BC
+#define ATTN_FLASH_BC 64
+#endif
+constexpr int64_t kBc = ATTN_FLASH_BC;  // keys per block
+constexpr int kVecs = int(kBr) / kLanes;  // vectors across one block of queries
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr int64_t kParallelWork = 1 << 18;  // multiply-adds below which one thread does it all
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
+
+int64_t key_count(const Problem& p, int64_t b) { return p.key_lengths ? int64_t(p.key_lengths[b]) : p.Lk; }
+
+// Dropout row keys of the kBr lanes of the query block starting at i0.
+void dropout_row_keys(const Problem& p, int64_t bh, int64_t i0, uint32_t* keys) {
+  for (int64_t l = 0; l < kBr; ++l) keys[l] = detail::dropout_row_key(p.seed, uint64_t(bh * p.Lq + i0 + l));
+}
+
+// st [nj, kBr] (keys x query lanes): -inf where key j0+j is hidden from query
+// i0+lane by the causal rule (j > i) or the general mask. Key lengths are
+// handled by the callers' loop bounds.
+void mask_scores(const Problem& p, int64_t b, int64_t h, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float* st) {
+  if (p.causal && j0 + nj - 1 > i0) {
+    const vf ninf = set1(-kInf);
+    for (int64_t j = 0; j < nj; ++j) {
+      float lim = float(j0 + j - i0);  // hidden lanes: lane < lim
+      if (lim <= 0.0f) continue;
+      vf vlim = set1(lim);
+      float* s = st + j * kBr;
+      for (int v = 0; v < kVecs; ++v) {
+        vf lane = add(iota(), set1(float(v * kLanes)));
+        store(s + v * kLanes, select(lt(lane, vlim), ninf, load(s + v * kLanes)));
+      }
+    }
+  }
+  if (p.mask) {
+    const float* mrow = p.mask + b * p.mask_sb + h * p.mask_sh + i0 * p.mask_si;
+    for (int64_t j = 0; j < nj; ++j) {
+      const float* m = mrow + (j0 + j) * p.mask_sj;
+      float* s = st + j * kBr;
+      if (p.mask_si == 0) {
+        if (m[0] == 0.0f)
+          for (int64_t l = 0; l < kBr; ++l) s[l] = -kInf;
+      } else {
+        for (int64_t l = 0; l < ni; ++l)
+          if (m[l * p.mask_si] == 0.0f) s[l] = -kInf;
+      }
+    }
+  }
+}
+
+// Asks for [p, p + floats) to be brought into L2 ahead of use: the next block of
+// keys/values (or queries) streams from L3 while this one is computed. Long
+// sequences (K, V of one head > L2) otherwise stall on every block.
+inline void prefetch_l2(const float* p, int64_t floats) {
+  const char* c = reinterpret_cast<const char*>(p);
+  for (int64_t b = 0; b < floats * int64_t(sizeof(float)); b += 64) __builtin_prefetch(c + b, 0, 2);
+}
+
+// Scratch floats per thread, carved out of one pooled tensor before the parallel region.
+struct Scratch {
+  Tensor buf;
+  int64_t per_thread;
+  Scratch(int64_t floats) : buf(Tensor::empty({int64_t(omp_get_max_threads()), floats})), per_thread(floats) {}
+  float* mine() { return buf.data() + int64_t(omp_get_thread_num()) * per_thread; }
+};
+
+}  // namespace
+
+void forward(const Problem& p, float* out, float* lse) {
+  const int64_t BH = p.B * p.H, nqb = ceil_div(p.Lq, kBr), items = BH * nqb;
+  const int64_t D = p.D, Dv = p.Dv, Lq = p.Lq, Lk = p.Lk;
+  if (items == 0) return;
+  const uint32_t threshold = detail::dropout_threshold(p.dropout);
+  const float keep_scale = 1.0f / (1.0f - p.dropout);
+  const bool dropout = p.dropout > 0.0f;
+  // per thread: Qt [D, kBr], Ot [Dv, kBr], St [kBc, kBr], m, l, dropout factors [kBr]
+  Scratch scratch(D * kBr + Dv * kBr + kBc * kBr + 3 * kBr);
+  const bool parallel = items > 1 && BH * Lq * Lk * (D + Dv) > kParallelWork;
+
+#pragma omp parallel for schedule(dynamic) if (parallel)
+  for (int64_t it = 0; it < items; ++it) {
+    float* qt = scratch.mine();
+    float* ot = qt + D * kBr;
+    float* st = ot + Dv * kBr;
+    float* mrow = st + kBc * kBr;
+    float* lrow = mrow + kBr;
+    float* fac = lrow + kBr;
+    uint32_t keys[kBr];
+    const int64_t bh = it / nqb, qb = it % nqb, b = bh / p.H, h = bh % p.H;
+    const int64_t i0 = qb * kBr, ni = std::min(kBr, Lq - i0);
+    const float* q = p.q + (bh * Lq + i0) * D;
+    const float* k = p.k + bh * Lk * D;
+    const float* v = p.v + bh * Lk * Dv;
+    int64_t kend = key_count(p, b);
+    if (p.causal) kend = std::min(kend, i0 + ni);
+
+    // Qt[d][lane] = scale * q[i0 + lane][d], zero past the last query
+    for (int64_t d = 0; d < D; ++d) {
+      float* row = qt + d * kBr;
+      for (int64_t l = 0; l < ni; ++l) row[l] = p.scale * q[l * D + d];
+      for (int64_t l = ni; l < kBr; ++l) row[l] = 0.0f;
+    }
+    std::fill(ot, ot + Dv * kBr, 0.0f);
+    std::fill(mrow, mrow + kBr, -kInf);
+    std::fill(lrow, lrow + kBr, 0.0f);
+    if (dropout) dropout_row_keys(p, bh, i0, keys);
+
+    for (int64_t j0 = 0; j0 < kend; j0 += kBc) {
+      const int64_t nj = std::min(kBc, kend - j0);
+      if (j0 + kBc < kend) {
+        const int64_t nn = std::min(kBc, kend - j0 - kBc);
+        prefetch_l2(k + (j0 + kBc) * D, nn * D);
+        prefetch_l2(v + (j0 + kBc) * Dv, nn * Dv);
+      }
+      // S^T [nj, kBr] = K_j Qt  (scores, already scaled)
+      tile_gemm(nj, kBr, D, k + j0 * D, D, 1, qt, kBr, st, kBr, false);
+      mask_scores(p, b, h, i0, ni, j0, nj, st);
+      // online softmax over the keys of this block, all lanes at once:
+      //   m' = max(m, max_j s_j), P_j = exp(s_j - m'), l' = l e^(m - m') + sum_j P_j
+      vf mx[kVecs], msafe[kVecs], sum[kVecs], alpha[kVecs];
+      for (int u = 0; u < kVecs; ++u) mx[u] = load(mrow + u * kLanes);
+      for (int64_t j = 0; j < nj; ++j)
+        for (int u = 0; u < kVecs; ++u) mx[u] = max(mx[u], load(st + j * kBr + u * kLanes));
+      for (int u = 0; u < kVecs; ++u) {
+        // a lane that has seen no visible key yet keeps m = -inf; exp(s - 0) of -inf is 0
+        msafe[u] = select(eq(mx[u], set1(-kInf)), zero(), mx[u]);
+        alpha[u] = exp(sub(load(mrow + u * kLanes), msafe[u]));
+        sum[u] = zero();
+        store(mrow + u * kLanes, mx[u]);
+      }
+      for (int64_t j = 0; j < nj; ++j) {
+        float* s = st + j * kBr;
+        for (int u = 0; u < kVecs; ++u) {
+          vf e = exp(sub(load(s + u * kLanes), msafe[u]));
+          store(s + u * kLanes, e);
+          sum[u] = add(sum[u], e);
+        }
+      }
+      for (int u = 0; u < kVecs; ++u) store(lrow + u * kLanes, fmadd(load(lrow + u * kLanes), alpha[u], sum[u]));
+      // O^T *= alpha (the old partial output was weighted against the old max)
+      for (int64_t dv = 0; dv < Dv; ++dv)
+        for (int u = 0; u < kVecs; ++u) store(ot + dv * kBr + u * kLanes, mul(load(ot + dv * kBr + u * kLanes), alpha[u]));
+      if (dropout) {  // O uses the dropped P; l keeps the full sum
+        for (int64_t j = 0; j < nj; ++j) {
+          detail::dropout_factors(keys, uint64_t(j0 + j), threshold, keep_scale, fac, int(kBr));
+          float* s = st + j * kBr;
+          for (int u = 0; u < kVecs; ++u) store(s + u * kLanes, mul(load(s + u * kLanes), load(fac + u * kLanes)));
+        }
+      }
+      // O^T [Dv, kBr] += V_j^T P^T
+      tile_gemm(Dv, kBr, nj, v + j0 * Dv, 1, Dv, st, kBr, ot, kBr, true);
+    }
+
+    float* o = out + (bh * Lq + i0) * Dv;
+    float* ls = lse + bh * Lq + i0;
+    for (int64_t l = 0; l < ni; ++l) {
+      const float sum = lrow[l];
+      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+      for (int64_t dv = 0; dv < Dv; ++dv) o[l * Dv + dv] = ot[dv * kBr + l] * inv;
+      ls[l] = sum > 0.0f ? mrow[l] + std::log(sum) : kInf;
+    }
+  }
+}
+
+void backward(const Problem& p, const float* out, const float* dout, const float* lse, float* dq, float* dk, float* dv) {
+  const int64_t BH = p.B * p.H, D = p.D, Dv = p.Dv, Lq = p.Lq, Lk = p.Lk;
+  const int64_t nqb = ceil_div(Lq, kBr), Lqp = nqb * kBr, Dp = round_up(D, kLanes), Dvp = round_up(Dv, kLanes);
+  if (BH == 0) return;
+  const int threads = omp_get_max_threads();
+  // Split each (b, h) over key ranges only when there are fewer (b, h) than threads.
+  int64_t chunks = BH >= threads ? 1 : std::min(ceil_div(threads, BH), std::max<int64_t>(1, ceil_div(Lk, kBc)));
+  const int64_t items = BH * chunks;
+  const uint32_t threshold = detail::dropout_threshold(p.dropout);
+  const float keep_scale = 1.0f / (1.0f - p.dropout);
+  const bool dropout = p.dropout > 0.0f;
+  const bool parallel = items > 1 && BH * Lq * Lk * (D + Dv) > kParallelWork;
+  if (!parallel) chunks = 1;
+  const int64_t n_items = BH * chunks;
+
+  // per thread: Qt, dOt, dQt blocks [nqb][D or Dv][kBr]; scaled Q rows [Lqp, Dp];
+  // dO rows [Lqp, Dvp]; lse, delta [Lqp]; St, P*Z, dP/dS, Z [kBc, kBr]; dK, dV
+  // accumulators [kBc, Dp / Dvp]; dropout factors [kBr]
+  Scratch scratch(Lqp * (2 * D + Dv + Dp + Dvp + 2) + 4 * kBc * kBr + kBc * (Dp + Dvp) + kBr);
+  Tensor partial = chunks > 1 ? Tensor::empty({n_items, Lq * D}) : Tensor();
+
+#pragma omp parallel for schedule(dynamic) if (parallel)
+  for (int64_t it = 0; it < n_items; ++it) {
+    float* qt_all = scratch.mine();
+    float* dot_all = qt_all + Lqp * D;
+    float* dqt_all = dot_all + Lqp * Dv;
+    float* qs = dqt_all + Lqp * D;
+    float* dor = qs + Lqp * Dp;
+    float* lse_p = dor + Lqp * Dvp;
+    float* delta = lse_p + Lqp;
+    float* st = delta + Lqp;
+    float* pz = st + kBc * kBr;
+    float* ds = pz + kBc * kBr;
+    float* z = ds + kBc * kBr;
+    float* dkacc = z + kBc * kBr;
+    float* dvacc = dkacc + kBc * Dp;
+    uint32_t keys[kBr];
+
+    const int64_t bh = it / chunks, c = it % chunks, b = bh / p.H, h = bh % p.H;
+    const float* q = p.q + bh * Lq * D;
+    const float* k = p.k + bh * Lk * D;
+    const float* v = p.v + bh * Lk * Dv;
+    const float* o = out + bh * Lq * Dv;
+    const float* dO = dout + bh * Lq * Dv;
+    const int64_t klen = key_count(p, b);
+    const int64_t nkb = ceil_div(klen, kBc), kb_begin = nkb * c / chunks, kb_end = nkb * (c + 1) / chunks;
+
+    // pack this (b, h)'s queries and output gradients, both transposed per block
+    // of 64 queries (lanes = queries) and as rows padded to whole vectors; lse
+    // (+inf on padding lanes: P = 0 there) and delta_i = dO_i . O_i
+    for (int64_t blk = 0; blk < nqb; ++blk) {
+      const int64_t i0 = blk * kBr, ni = std::min(kBr, Lq - i0);
+      for (int64_t d = 0; d < D; ++d) {
+        float* row = qt_all + (blk * D + d) * kBr;
+        for (int64_t l = 0; l < ni; ++l) row[l] = p.scale * q[(i0 + l) * D + d];
+        std::fill(row + ni, row + kBr, 0.0f);
+      }
+      for (int64_t d = 0; d < Dv; ++d) {
+        float* row = dot_all + (blk * Dv + d) * kBr;
+        for (int64_t l = 0; l < ni; ++l) row[l] = dO[(i0 + l) * Dv + d];
+        std::fill(row + ni, row + kBr, 0.0f);
+      }
+    }
+    std::fill(dqt_all, dqt_all + Lqp * D, 0.0f);
+    std::fill(qs + Lq * Dp, qs + Lqp * Dp, 0.0f);
+    std::fill(dor + Lq * Dvp, dor + Lqp * Dvp, 0.0f);
+    for (int64_t i = 0; i < Lq; ++i) {
+      float* qr = qs + i * Dp;
+      float* gr = dor + i * Dvp;
+      const float* qi = q + i * D;
+      const float* gi = dO + i * Dv;
+      const float* oi = o + i * Dv;
+      for (int64_t d = 0; d < D; ++d) qr[d] = p.scale * qi[d];
+      std::fill(qr + D, qr + Dp, 0.0f);
+      float dlt = 0.0f;
+#pragma omp simd reduction(+ : dlt)
+      for (int64_t d = 0; d < Dv; ++d) {
+        gr[d] = gi[d];
+        dlt += gi[d] * oi[d];
+      }
+      std::fill(gr + Dv, gr + Dvp, 0.0f);
+      lse_p[i] = lse[bh * Lq + i];
+      delta[i] = dlt;
+    }
+    std::fill(lse_p + Lq, lse_p + Lqp, kInf);
+    std::fill(delta + Lq, delta + Lqp, 0.0f);
+
+    for (int64_t kb = kb_begin; kb < kb_end; ++kb) {
+      const int64_t j0 = kb * kBc, nj = std::min(kBc, klen - j0);
+      const float* kj = k + j0 * D;
+      const float* vj = v + j0 * Dv;
+      std::fill(dkacc, dkacc + nj * Dp, 0.0f);
+      std::fill(dvacc, dvacc + nj * Dvp, 0.0f);
+      for (int64_t qb = p.causal ? j0 / kBr : 0; qb < nqb; ++qb) {
+        const int64_t i0 = qb * kBr, ni = std::min(kBr, Lq - i0);
+        if (qb + 1 < nqb) {  // the next query block's packed operands
+          prefetch_l2(qt_all + (qb + 1) * D * kBr, D * kBr);
+          prefetch_l2(dot_all + (qb + 1) * Dv * kBr, Dv * kBr);
+          prefetch_l2(dqt_all + (qb + 1) * D * kBr, D * kBr);
+          prefetch_l2(qs + (i0 + kBr) * Dp, std::min(kBr, Lq - i0 - kBr) * Dp);
+          prefetch_l2(dor + (i0 + kBr) * Dvp, std::min(kBr, Lq - i0 - kBr) * Dvp);
+        }
+        // S^T = K_j Qt (scaled), P^T = exp(S^T - lse), hidden keys 0
+        tile_gemm(nj, kBr, D, kj, D, 1, qt_all + qb * D * kBr, kBr, st, kBr, false);
+        mask_scores(p, b, h, i0, ni, j0, nj, st);
+        vf lsev[kVecs], dlv[kVecs];
+        for (int u = 0; u < kVecs; ++u) {
+          lsev[u] = load(lse_p + i0 + u * kLanes);
+          dlv[u] = load(delta + i0 + u * kLanes);
+        }
+        for (int64_t j = 0; j < nj; ++j)
+          for (int u = 0; u < kVecs; ++u) {
+            float* s = st + j * kBr + u * kLanes;
+            store(s, exp(sub(load(s), lsev[u])));
+          }
+        const float* pdrop = st;  // P Z: the weights the forward multiplied V by
+        if (dropout) {
+          dropout_row_keys(p, bh, i0, keys);
+          for (int64_t j = 0; j < nj; ++j) {
+            detail::dropout_factors(keys, uint64_t(j0 + j), threshold, keep_scale, z + j * kBr, int(kBr));
+            for (int u = 0; u < kVecs; ++u)
+              store(pz + j * kBr + u * kLanes, mul(load(st + j * kBr + u * kLanes), load(z + j * kBr + u * kLanes)));
+          }
+          pdrop = pz;
+        }
+        // O = (P Z) V  =>  dV_j [nj, Dvp] += (P Z)^T dO_i
+        tile_gemm(nj, Dvp, ni, pdrop, kBr, 1, dor + i0 * Dvp, Dvp, dvacc, Dvp, true);
+        // dP^T [nj, kBr] = V_j dO_i^T
+        tile_gemm(nj, kBr, Dv, vj, Dv, 1, dot_all + qb * Dv * kBr, kBr, ds, kBr, false);
+        // P = softmax(S)  =>  dS = P (dP Z - delta), delta_i = sum_j P_ij Z_ij dP_ij = dO_i . O_i
+        for (int64_t j = 0; j < nj; ++j)
+          for (int u = 0; u < kVecs; ++u) {
+            float* g = ds + j * kBr + u * kLanes;
+            vf dp = load(g);
+            if (dropout) dp = mul(dp, load(z + j * kBr + u * kLanes));
+            store(g, mul(load(st + j * kBr + u * kLanes), sub(dp, dlv[u])));
+          }
+        // S = scale Q K^T  =>  dK_j [nj, Dp] += dS^T (scale Q_i)
+        tile_gemm(nj, Dp, ni, ds, kBr, 1, qs + i0 * Dp, Dp, dkacc, Dp, true);
+        //                  and dQ_i^T [D, kBr] += K_j^T dS^T  (times scale when written out)
+        tile_gemm(D, kBr, nj, kj, 1, D, ds, kBr, dqt_all + qb * D * kBr, kBr, true);
+      }
+      float* dkj = dk + (bh * Lk + j0) * D;
+      float* dvj = dv + (bh * Lk + j0) * Dv;
+      for (int64_t j = 0; j < nj; ++j) {
+        std::copy(dkacc + j * Dp, dkacc + j * Dp + D, dkj + j * D);
+        std::copy(dvacc + j * Dvp, dvacc + j * Dvp + Dv, dvj + j * Dv);
+      }
+    }
+    if (c == chunks - 1 && klen < Lk) {  // keys past the length: no gradient
+      std::fill(dk + (bh * Lk + klen) * D, dk + (bh + 1) * Lk * D, 0.0f);
+      std::fill(dv + (bh * Lk + klen) * Dv, dv + (bh + 1) * Lk * Dv, 0.0f);
+    }
+    float* dst = chunks > 1 ? partial.data() + it * Lq * D : dq + bh * Lq * D;
+    for (int64_t blk = 0; blk < nqb; ++blk) {
+      const int64_t i0 = blk * kBr, ni = std::min(kBr, Lq - i0);
+      for (int64_t d = 0; d < D; ++d) {
+        const float* row = dqt_all + (blk * D + d) * kBr;
+        for (int64_t l = 0; l < ni; ++l) dst[(i0 + l) * D + d] = p.scale * row[l];
+      }
+    }
+  }
+
+  if (chunks > 1) {  // sum the per-chunk dQ partials
+    const int64_t n = Lq * D;
+    const float* pp = partial.data();
+#pragma omp parallel for if (BH * n > (1 << 15))
+    for (int64_t bh = 0; bh < BH; ++bh)
+      for (int64_t e = 0; e < n; ++e) {
+        float s = 0.0f;
+        for (int64_t c = 0; c < chunks; ++c) s += pp[(bh * chunks + c) * n + e];
+        dq[bh * n + e] = s;
+      }
+  }
+}
+
+}  // namespace attn::attention::flash

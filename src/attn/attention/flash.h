@@ -1,0 +1,57 @@
+// Fused scaled dot-product attention kernels, FlashAttention style (raw: no
+// autograd; the differentiable op "sdpa_fused" in sdpa.cpp calls them).
+//
+// Legend: B batch, H heads, Lq query length, Lk key length, D query/key dim,
+// Dv value dim. All pointers are contiguous row-major fp32.
+//
+// Forward (Dao et al. 2022, FlashAttention-2 loop order): for a block of 64
+// queries, loop over blocks of keys; per block S = scale Q K^T, an online
+// softmax keeps the running row max m and sum l and rescales the partial output,
+// O += P V. The [Lq, Lk] score matrix is never stored; the forward keeps only the
+// per-row log-sum-exp lse = m + log l for the backward. Key blocks past a row's
+// key length, and (causal) blocks entirely above the diagonal, are skipped.
+//
+// Backward: per key block, loop over query blocks, recompute S and
+// P = exp(S - lse), then
+//   dV += P^T dO           dP = dO V^T
+//   dS = P (dP - rowsum(dO * O))
+//   dK += scale dS^T Q     dQ += scale dS K
+// A query row with no visible key has O = 0, lse = +inf and zero gradients.
+//
+// Layout inside the kernels: queries run along the vector lanes (S is held
+// transposed, [keys, 64 queries]) so the softmax's row max and sum are plain
+// vertical vector ops; the GEMMs are the register-blocked tile in tile_gemm.h.
+// Threads (OpenMP): forward over B x H x query blocks, backward over B x H (and
+// over key ranges when B x H < threads, with private dQ partial sums).
+#pragma once
+#include <cstdint>
+
+namespace attn::attention::flash {
+
+struct Problem {
+  int64_t B = 0, H = 0, Lq = 0, Lk = 0, D = 0, Dv = 0;
+  float scale = 1.0f;       // multiplies q.k
+  const float* q = nullptr;  // [B, H, Lq, D]
+  const float* k = nullptr;  // [B, H, Lk, D]
+  const float* v = nullptr;  // [B, H, Lk, Dv]
+  // Visible keys: j < key_lengths[b] (null: all), j <= i when causal, and
+  // mask[b*mask_sb + h*mask_sh + i*mask_si + j*mask_sj] != 0 (null: no mask;
+  // a stride of 0 broadcasts that axis).
+  const float* key_lengths = nullptr;  // [B], float-encoded counts in [0, Lk]
+  bool causal = false;
+  const float* mask = nullptr;
+  int64_t mask_sb = 0, mask_sh = 0, mask_si = 0, mask_sj = 0;
+  // Attention dropout on P (after the softmax): keep with probability 1 - p,
+  // scaled by 1/(1-p); the pattern is a hash of (seed, row, key), see dropout_hash.h.
+  float dropout = 0.0f;
+  uint64_t seed = 0;
+};
+
+// out [B, H, Lq, Dv], lse [B, H, Lq] (+inf for rows that see no key).
+void forward(const Problem& p, float* out, float* lse);
+
+// dout [B, H, Lq, Dv] -> dq [B, H, Lq, D], dk [B, H, Lk, D], dv [B, H, Lk, Dv]
+// (overwritten). out and lse are the forward's.
+void backward(const Problem& p, const float* out, const float* dout, const float* lse, float* dq, float* dk, float* dv);
+
+}  // namespace attn::attention::flash

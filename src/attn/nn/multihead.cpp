@@ -1,0 +1,70 @@
+#include "attn/nn/multihead.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace attn::nn {
+
+MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& opt, Rng& rng) : options(opt), rng_(&rng) {
+  const int64_t E = opt.embed_dim;
+  if (E <= 0 || opt.num_heads <= 0 || E % opt.num_heads != 0)
+    throw std::invalid_argument("MultiHeadAttention: embed_dim " + std::to_string(E) + " is not a positive multiple of num_heads " +
+                                std::to_string(opt.num_heads));
+  float xavier = std::sqrt(6.0f / float(E + 3 * E));  // xavier_uniform_ on [3E, E]
+  in_proj_weight = register_parameter("in_proj_weight", rand_uniform({3 * E, E}, rng, -xavier, xavier));
+  if (opt.bias) in_proj_bias = register_parameter("in_proj_bias", Tensor::zeros({3 * E}));
+  float bound = 1.0f / std::sqrt(float(E));
+  out_proj_weight = register_parameter("out_proj.weight", rand_uniform({E, E}, rng, -bound, bound));
+  if (opt.bias) out_proj_bias = register_parameter("out_proj.bias", Tensor::zeros({E}));
+}
+
+attention::AttentionOutput MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                       const attention::Mask& mask, bool need_weights) const {
+  const int64_t E = options.embed_dim, H = options.num_heads, hd = E / H;
+  auto bad = [&](const Tensor& t) { return !t.defined() || t.dim() != 3 || t.size(2) != E || t.size(0) != query.size(0); };
+  if (bad(query) || bad(key) || bad(value) || key.size(1) != value.size(1))
+    throw std::invalid_argument("MultiHeadAttention: query " + query.shape().str() + ", key " + key.shape().str() +
+                                ", value " + value.shape().str() + " (expects [B, Lq, E], [B, Lk, E], [B, Lk, E] with E = " +
+                                std::to_string(E) + ")");
+  const int64_t B = query.size(0), Lq = query.size(1), Lk = key.size(1);
+  // [B, L, E] -> [B, L, H, hd] -> [B, H, L, hd]
+  auto heads = [&](const Tensor& x, int part, int64_t L) {
+    Tensor w = slice(in_proj_weight, 0, part * E, E);
+    Tensor b = in_proj_bias.defined() ? slice(in_proj_bias, 0, part * E, E) : Tensor();
+    return permute(reshape(linear(x, w, b), {B, L, H, hd}), {0, 2, 1, 3});
+  };
+  Tensor q = heads(query, 0, Lq), k = heads(key, 1, Lk), v = heads(value, 2, Lk);
+  attention::AttentionOptions o;
+  o.mask = mask;
+  o.dropout = options.dropout;
+  o.training = is_training();
+  o.rng = rng_;
+  o.need_weights = need_weights;
+  attention::AttentionOutput a = attention::scaled_dot_product_attention(q, k, v, o);
+  // [B, H, Lq, hd] -> [B, Lq, H, hd] -> [B, Lq, E] -> W_O
+  Tensor concat_heads = reshape(permute(a.context, {0, 2, 1, 3}), {B, Lq, E});
+  return {linear(concat_heads, out_proj_weight, out_proj_bias), a.weights};
+}
+
+PositionalEncoding::PositionalEncoding(int64_t dim, int64_t max_len, float p, Rng& rng) : dropout(p), rng_(&rng) {
+  if (dim <= 0 || max_len <= 0)
+    throw std::invalid_argument("PositionalEncoding: dim " + std::to_string(dim) + ", max_len " + std::to_string(max_len));
+  table = Tensor::empty({max_len, dim});
+  for (int64_t pos = 0; pos < max_len; ++pos)
+    for (int64_t i = 0; i < dim; ++i) {
+      // the pair (2k, 2k+1) shares the frequency 1 / 10000^(2k / dim)
+      double freq = std::pow(10000.0, -double(i - i % 2) / double(dim));
+      double a = double(pos) * freq;
+      table.data()[pos * dim + i] = float(i % 2 == 0 ? std::sin(a) : std::cos(a));
+    }
+}
+
+Tensor PositionalEncoding::forward(const Tensor& x) const {
+  if (!x.defined() || x.dim() != 3 || x.size(2) != table.size(1) || x.size(1) > table.size(0))
+    throw std::invalid_argument("PositionalEncoding: input " + x.shape().str() + " for table " + table.shape().str() +
+                                " (expects [B, L, E] with L <= max_len)");
+  Tensor pe = table.narrow0(0, x.size(1));  // [L, E], broadcast over the batch
+  return attn::dropout(add(x, pe), dropout, is_training(), *rng_);
+}
+
+}  // namespace attn::nn

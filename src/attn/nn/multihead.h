@@ -1,0 +1,60 @@
+// Multi-head attention and sinusoidal positional encoding (Vaswani et al. 2017,
+// "Attention Is All You Need", sec. 3.2.2 and 3.5), built on attn::attention.
+//
+// Legend: B batch, Lq query length, Lk key length, E model size, H heads,
+// hd = E / H head size. Batch-first: x [B, L, E].
+#pragma once
+#include "attn/attention/attention.h"
+#include "attn/nn/module.h"
+#include "attn/tensor/random.h"
+
+namespace attn::nn {
+
+struct MultiHeadAttentionOptions {
+  MultiHeadAttentionOptions(int64_t embed_dim, int64_t num_heads) : embed_dim(embed_dim), num_heads(num_heads) {}
+  int64_t embed_dim;     // E (required); must be divisible by num_heads
+  int64_t num_heads;     // H (required)
+  float dropout = 0.0f;  // attention dropout on the weights, training mode only
+  bool bias = true;      // biases on the input and output projections
+  MultiHeadAttentionOptions& set_dropout(float p) { dropout = p; return *this; }
+  MultiHeadAttentionOptions& set_bias(bool b) { bias = b; return *this; }
+};
+
+// MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W_O,
+// head_h = softmax(Q W_Q^h (K W_K^h)^T / sqrt(hd)) V W_V^h.
+// Parameters as PyTorch's nn.MultiheadAttention (so state dicts map one to one):
+// in_proj_weight [3E, E] (rows: W_Q, W_K, W_V), in_proj_bias [3E],
+// out_proj.weight [E, E], out_proj.bias [E]. Init as PyTorch: xavier-uniform
+// in_proj, U(+-1/sqrt(E)) out_proj.weight, zero biases.
+class MultiHeadAttention : public Module {
+public:
+  MultiHeadAttention(const MultiHeadAttentionOptions& opt, Rng& rng);
+
+  // query [B, Lq, E], key [B, Lk, E], value [B, Lk, E] -> context [B, Lq, E] and,
+  // when need_weights, the per-head weights [B, H, Lq, Lk] (not averaged over heads).
+  // Without weights the heads run through the fused kernel.
+  attention::AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                     const attention::Mask& mask = {}, bool need_weights = false) const;
+
+  MultiHeadAttentionOptions options;
+  Tensor in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias;  // biases undefined without bias
+
+private:
+  Rng* rng_;
+};
+
+// PE(pos, 2i) = sin(pos / 10000^(2i/E)), PE(pos, 2i+1) = cos(pos / 10000^(2i/E)),
+// added to the input, then dropout. No parameters.
+class PositionalEncoding : public Module {
+public:
+  PositionalEncoding(int64_t dim, int64_t max_len, float dropout, Rng& rng);
+  // x [B, L, E] (L <= max_len) -> x + PE[:L]
+  Tensor forward(const Tensor& x) const;
+  Tensor table;  // [max_len, E], not a parameter
+  float dropout;
+
+private:
+  Rng* rng_;
+};
+
+}  // namespace attn::nn

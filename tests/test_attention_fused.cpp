@@ -1,0 +1,176 @@
+// The fused SDPA kernel against the materialising path (scores -> softmax ->
+// weights @ v), forward and all gradients, on a table of shapes and masks
+// including odd sizes, length 1, lengths 0 and fully masked rows, causal, and
+// dropout (both paths draw the same hashed pattern).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "attn/attention/attention.h"
+#include "oracle.h"
+
+namespace attn::testing {
+namespace {
+using namespace attn::attention;
+
+struct FusedCase {
+  const char* label;
+  int64_t B, H, Lq, Lk, D, Dv;
+  bool causal = false;
+  bool lengths = false;    // random key lengths (one of them 0 when B > 1)
+  int keep = 0;            // 0 none, 1 [B, 1, 1, Lk], 2 [B, H, Lq, Lk] with a fully masked row, 3 [Lq, Lk]
+  float dropout = 0.0f;
+};
+
+const FusedCase kCases[] = {
+    {"all length 1", 1, 1, 1, 1, 1, 1},
+    {"small odd", 2, 3, 5, 7, 3, 5},
+    {"one query, many keys", 2, 2, 1, 300, 16, 16},
+    {"many queries, one key", 1, 2, 130, 1, 16, 8},
+    {"block edges 64/128", 1, 2, 64, 128, 64, 64},
+    {"odd lengths across blocks", 2, 2, 67, 131, 64, 64},
+    {"odd head dims", 1, 3, 70, 90, 20, 12},
+    {"causal square", 2, 2, 150, 150, 32, 32, true},
+    {"causal rectangular", 1, 2, 100, 260, 16, 24, true},
+    {"key lengths incl. 0", 3, 2, 40, 200, 16, 16, false, true},
+    {"padding mask [B,1,1,Lk]", 2, 2, 33, 140, 16, 16, false, false, 1},
+    {"full mask with a fully masked row", 2, 2, 70, 45, 8, 8, false, false, 2},
+    {"2-D mask + causal + lengths", 2, 2, 66, 66, 16, 16, true, true, 3},
+    {"dropout 0.25", 2, 2, 50, 150, 16, 16, false, false, 0, 0.25f},
+    {"dropout + causal + lengths", 2, 1, 90, 90, 32, 32, true, true, 0, 0.4f},
+};
+
+Tensor grad_or_zero(const Tensor& t) { return t.grad().defined() ? t.grad() : Tensor::zeros(t.shape()); }
+
+// As EXPECT_CLOSE, but a reference that is zero by symmetry (with one key,
+// softmax is constant 1 and dq = dk = 0 exactly) is judged against an absolute
+// floor of 1e-3 instead of its own (zero) scale.
+#define EXPECT_NEAR_REF(a, b, tol, what)                                                      \
+  do {                                                                                        \
+    const Tensor _a = (a), _b = (b);                                                          \
+    ASSERT_EQ(_a.shape(), _b.shape());                                                        \
+    double _scale = 0, _worst = 0;                                                            \
+    for (int64_t i = 0; i < _b.numel(); ++i) _scale = std::max(_scale, std::fabs(double(_b.data()[i]))); \
+    double _floor = std::max(1e-2 * _scale, 1e-3);                                            \
+    for (int64_t i = 0; i < _a.numel(); ++i) {                                                \
+      double d = std::fabs(double(_a.data()[i]) - double(_b.data()[i])) / (std::fabs(double(_b.data()[i])) + _floor); \
+      if (!(d <= _worst)) _worst = d;                                                         \
+    }                                                                                         \
+    EXPECT_LE(_worst, (tol)) << (what) << ": max relative difference " << _worst;             \
+  } while (0)
+
+class FusedVsMaterialized : public ::testing::TestWithParam<FusedCase> {};
+
+TEST_P(FusedVsMaterialized, OutputAndGradients) {
+  const FusedCase& c = GetParam();
+  Rng rng(1234 + c.Lq * 7 + c.Lk);
+  Tensor q = randn({c.B, c.H, c.Lq, c.D}, rng), k = randn({c.B, c.H, c.Lk, c.D}, rng),
+         v = randn({c.B, c.H, c.Lk, c.Dv}, rng);
+  AttentionOptions opt;
+  opt.mask.causal = c.causal;
+  if (c.lengths) {
+    opt.mask.key_lengths = Tensor::empty({c.B});
+    for (int64_t b = 0; b < c.B; ++b) opt.mask.key_lengths.data()[b] = b == 1 ? 0.0f : float(1 + rng.below(c.Lk));
+  }
+  if (c.keep == 1) {
+    opt.mask.keep = Tensor::empty({c.B, 1, 1, c.Lk});
+    for (int64_t i = 0; i < opt.mask.keep.numel(); ++i) opt.mask.keep.data()[i] = rng.uniform() < 0.3f ? 0.0f : 1.0f;
+  } else if (c.keep == 2) {
+    opt.mask.keep = Tensor::empty({c.B, c.H, c.Lq, c.Lk});
+    for (int64_t i = 0; i < opt.mask.keep.numel(); ++i) opt.mask.keep.data()[i] = rng.uniform() < 0.5f ? 0.0f : 1.0f;
+    for (int64_t j = 0; j < c.Lk; ++j) opt.mask.keep.data()[3 * c.Lk + j] = 0.0f;  // row 3 of head 0 sees nothing
+  } else if (c.keep == 3) {
+    opt.mask.keep = Tensor::empty({c.Lq, c.Lk});
+    for (int64_t i = 0; i < opt.mask.keep.numel(); ++i) opt.mask.keep.data()[i] = rng.uniform() < 0.2f ? 0.0f : 1.0f;
+  }
+  opt.dropout = c.dropout;
+  opt.training = c.dropout > 0.0f;
+  Tensor seed_grad = randn({c.B, c.H, c.Lq, c.Dv}, rng);
+
+  auto run = [&](Kernel kernel, Tensor& dq, Tensor& dk, Tensor& dv) {
+    Tensor qq = q.clone().set_requires_grad(), kk = k.clone().set_requires_grad(), vv = v.clone().set_requires_grad();
+    Rng drop_rng(99);  // same dropout seed for both paths
+    AttentionOptions o = opt;
+    o.rng = &drop_rng;
+    o.kernel = kernel;
+    Tensor out = scaled_dot_product_attention(qq, kk, vv, o).context;
+    backward(out, seed_grad);
+    dq = grad_or_zero(qq), dk = grad_or_zero(kk), dv = grad_or_zero(vv);
+    return out;
+  };
+  Tensor dq_f, dk_f, dv_f, dq_m, dk_m, dv_m;
+  Tensor out_f = run(Kernel::Fused, dq_f, dk_f, dv_f);
+  Tensor out_m = run(Kernel::Materialized, dq_m, dk_m, dv_m);
+  ASSERT_EQ(out_f.shape(), out_m.shape());
+  EXPECT_NEAR_REF(out_f, out_m, 2e-3, "context");
+  EXPECT_NEAR_REF(dq_f, dq_m, 2e-3, "dq");
+  EXPECT_NEAR_REF(dk_f, dk_m, 2e-3, "dk");
+  EXPECT_NEAR_REF(dv_f, dv_m, 2e-3, "dv");
+
+  // the checks above must be able to fail: outputs are not all zero unless every key is hidden
+  double mag = 0;
+  for (int64_t i = 0; i < out_m.numel(); ++i) mag += std::fabs(out_m.data()[i]);
+  EXPECT_GT(mag, 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, FusedVsMaterialized, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<FusedCase>& info) {
+                           std::string s = info.param.label;
+                           for (char& ch : s)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return s;
+                         });
+
+// A row that sees no key: zeros out, zero gradients, no NaN anywhere.
+TEST(FusedAttention, FullyMaskedRowsGiveZerosAndZeroGradients) {
+  Rng rng(5);
+  Tensor q = randn({2, 1, 9, 8}, rng).set_requires_grad(), k = randn({2, 1, 11, 8}, rng).set_requires_grad(),
+         v = randn({2, 1, 11, 8}, rng).set_requires_grad();
+  FusedOptions f;
+  f.scale = 0.3f;
+  f.mask.key_lengths = Tensor::from({0.0f, 11.0f}, {2});  // batch 0 sees nothing
+  Tensor out = sdpa_fused(q, k, v, f);
+  backward(out, randn(out.shape(), rng));
+  for (int64_t i = 0; i < 9 * 8; ++i) {
+    EXPECT_EQ(out.data()[i], 0.0f);
+    EXPECT_EQ(q.grad().data()[i], 0.0f);
+  }
+  for (int64_t i = 0; i < 11 * 8; ++i) {
+    EXPECT_EQ(k.grad().data()[i], 0.0f);
+    EXPECT_EQ(v.grad().data()[i], 0.0f);
+  }
+  for (int64_t i = 0; i < out.numel(); ++i) EXPECT_TRUE(std::isfinite(out.data()[i]));
+  for (int64_t i = 0; i < q.grad().numel(); ++i) EXPECT_TRUE(std::isfinite(q.grad().data()[i]));
+}
+
+// Dropout actually drops: about p of the weights, and differently per seed.
+TEST(FusedAttention, DropoutPatternRate) {
+  Tensor m = dropout_keep_mask(42, 0.3f, 2, 2, 64, 256);
+  int64_t dropped = 0;
+  for (int64_t i = 0; i < m.numel(); ++i) dropped += m.data()[i] == 0.0f;
+  EXPECT_NEAR(double(dropped) / double(m.numel()), 0.3, 0.01);
+  Tensor m2 = dropout_keep_mask(43, 0.3f, 2, 2, 64, 256);
+  int64_t same = 0;
+  for (int64_t i = 0; i < m.numel(); ++i) same += m.data()[i] == m2.data()[i];
+  EXPECT_LT(double(same) / double(m.numel()), 0.7);
+}
+
+TEST(FusedAttention, RejectsBadShapes) {
+  Rng rng(1);
+  Tensor q = randn({1, 2, 3, 4}, rng), k = randn({1, 2, 5, 4}, rng), v = randn({1, 2, 6, 4}, rng);
+  EXPECT_THROW(sdpa_fused(q, k, v, {}), std::invalid_argument);  // k, v lengths differ
+  Tensor v2 = randn({1, 2, 5, 4}, rng);
+  FusedOptions f;
+  f.mask.key_lengths = Tensor::from({6.0f}, {1});  // longer than Lk
+  EXPECT_THROW(sdpa_fused(q, k, v2, f), std::invalid_argument);
+  f.mask.key_lengths = Tensor();
+  f.mask.keep = Tensor::ones({3, 5, 5});  // does not broadcast
+  EXPECT_THROW(sdpa_fused(q, k, v2, f), std::invalid_argument);
+  AttentionOptions o;
+  o.need_weights = true;
+  o.kernel = Kernel::Fused;
+  EXPECT_THROW(scaled_dot_product_attention(q, k, v2, o), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace attn::testing

@@ -1,0 +1,107 @@
+// Every score function (and local-m/local-p, and the additive decoder step)
+// against PyTorch (tests/oracle/attention.py): context, weights and the
+// gradient of every input and parameter, with and without each kind of mask.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "attn/attention/additive_step.h"
+#include "attn/attention/attention.h"
+#include "oracle.h"
+
+namespace attn::testing {
+namespace {
+using namespace attn::attention;
+
+struct OracleCase {
+  std::string score, mask;
+};
+
+class AttentionOracle : public ::testing::TestWithParam<OracleCase> {};
+
+Tensor leaf(const SafetensorsFile& f, const std::string& name) { return f.get(name).clone().set_requires_grad(); }
+
+TEST_P(AttentionOracle, ContextWeightsAndGradients) {
+  const OracleCase& c = GetParam();
+  SafetensorsFile f = run_oracle("attention.py", c.score + " " + c.mask);
+  std::vector<std::pair<std::string, Tensor>> inputs;  // name in the file -> our leaf
+  auto in = [&](const std::string& name) {
+    Tensor t = leaf(f, name);
+    inputs.emplace_back(name, t);
+    return t;
+  };
+  Tensor ctx, w;
+  if (c.score == "additive_step") {
+    Tensor query = in("query"), keys = in("keys"), values = in("values"), W1 = in("W1"), W2 = in("W2"),
+           bias = in("bias"), v = in("v");
+    Tensor lengths = f.get("lengths");
+    AdditiveStepOutput o = additive_step(query, project_keys(keys, W2, bias), values, W1, v, lengths);
+    ctx = o.context, w = o.weights;
+  } else {
+    Tensor q = in("q"), k = in("k"), v = in("v");
+    AttentionOptions opt;
+    opt.need_weights = true;
+    if (f.has("lengths")) opt.mask.key_lengths = f.get("lengths");
+    if (f.has("keep")) opt.mask.keep = f.get("keep");
+    opt.mask.causal = c.mask == "causal" || c.mask == "all";
+    Score score;
+    if (c.score == "dot") score = Dot{};
+    if (c.score == "scaled_dot") score = ScaledDot{};
+    if (c.score == "general" || c.score.rfind("local", 0) == 0) score = General{in("W")};
+    if (c.score == "additive") score = Additive{in("W1"), in("W2"), in("va"), in("bias")};
+    if (c.score == "concat") score = Concat{in("Wa"), in("va")};
+    if (c.score == "local_m") {
+      opt.local.window = Window::LocalMonotonic;
+      opt.local.half_width = 2;
+      opt.local.position_offset = 1;
+    }
+    if (c.score == "local_p") {
+      opt.local.window = Window::LocalPredictive;
+      opt.local.half_width = 2;
+      opt.local.Wp = in("Wp");
+      opt.local.vp = in("vp");
+    }
+    AttentionOutput o = attention::attention(q, k, v, score, opt);
+    ctx = o.context, w = o.weights;
+    ASSERT_TRUE(w.defined());
+
+    if (c.score == "scaled_dot") {  // the fused kernel gives the same context
+      NoGradGuard ng;
+      AttentionOptions fo = opt;
+      fo.need_weights = false;
+      fo.kernel = Kernel::Fused;
+      EXPECT_CLOSE(scaled_dot_product_attention(q, k, v, fo).context, f.get("context"), 1e-4, "fused context");
+    }
+  }
+  EXPECT_CLOSE(ctx, f.get("context"), 1e-4, "context");
+  EXPECT_CLOSE(w, f.get("weights"), 1e-4, "weights");
+  Tensor loss = add(sum_all(mul(ctx, f.get("r_ctx"))), sum_all(mul(w, f.get("r_w"))));
+  backward(loss);
+  int checked = 0;
+  for (auto& [name, t] : inputs) {
+    ASSERT_TRUE(f.has("g_" + name)) << name;
+    ASSERT_TRUE(t.grad().defined()) << "no gradient for " << name;
+    EXPECT_CLOSE(t.grad(), f.get("g_" + name), 1e-3, "gradient of " + name);
+    ++checked;
+  }
+  EXPECT_GE(checked, 3);
+}
+
+std::vector<OracleCase> cases() {
+  std::vector<OracleCase> v;
+  for (const char* s : {"dot", "scaled_dot", "general", "additive", "concat"})
+    for (const char* m : {"none", "lengths", "causal", "keep", "all"}) v.push_back({s, m});
+  for (const char* m : {"none", "lengths", "all"}) {
+    v.push_back({"local_m", m});
+    v.push_back({"local_p", m});
+  }
+  v.push_back({"additive_step", "none"});
+  v.push_back({"additive_step", "lengths"});
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Torch, AttentionOracle, ::testing::ValuesIn(cases()),
+                         [](const ::testing::TestParamInfo<OracleCase>& i) { return i.param.score + "_" + i.param.mask; });
+
+}  // namespace
+}  // namespace attn::testing

@@ -1,0 +1,93 @@
+// nn::MultiHeadAttention against torch.nn.MultiheadAttention (same weights):
+// output, per-head weights, gradients of inputs and of every parameter; and
+// PositionalEncoding's table against the formula.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "attn/nn/multihead.h"
+#include "oracle.h"
+
+namespace attn::testing {
+namespace {
+
+class MultiHeadOracle : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MultiHeadOracle, MatchesTorch) {
+  const std::string c = GetParam();
+  SafetensorsFile f = run_oracle("mha.py", c);
+  Rng rng(1);
+  nn::MultiHeadAttention mha(nn::MultiHeadAttentionOptions(8, 2), rng);
+  auto params = mha.named_parameters();
+  ASSERT_EQ(params.size(), 4u);
+  for (auto& [name, p] : params) p.copy_from(f.get(name));  // torch's names, one to one
+  Tensor query = f.get("query").clone().set_requires_grad();
+  Tensor key = query, value = query;
+  attention::Mask mask;
+  if (c == "cross_lengths") {
+    key = f.get("key").clone().set_requires_grad();
+    value = f.get("value").clone().set_requires_grad();
+    mask.key_lengths = f.get("lengths");
+  } else {
+    mask.causal = true;
+  }
+  attention::AttentionOutput o = mha.forward(query, key, value, mask, true);
+  EXPECT_CLOSE(o.context, f.get("output"), 1e-4, "output");
+  EXPECT_CLOSE(o.weights, f.get("weights"), 1e-4, "weights");
+  {  // the fused path (no weights) gives the same output
+    NoGradGuard ng;
+    EXPECT_CLOSE(mha.forward(query, key, value, mask, false).context, f.get("output"), 1e-4, "fused output");
+  }
+  backward(add(sum_all(mul(o.context, f.get("r_y"))), sum_all(mul(o.weights, f.get("r_w")))));
+  EXPECT_CLOSE(query.grad(), f.get("g_query"), 1e-3, "g_query");
+  if (c == "cross_lengths") {
+    EXPECT_CLOSE(key.grad(), f.get("g_key"), 1e-3, "g_key");
+    EXPECT_CLOSE(value.grad(), f.get("g_value"), 1e-3, "g_value");
+  }
+  for (auto& [name, p] : params) EXPECT_CLOSE(p.grad(), f.get("g_" + name), 1e-3, "g_" + name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Torch, MultiHeadOracle, ::testing::Values("cross_lengths", "self_causal"));
+
+TEST(PositionalEncoding, SinusoidTableAndShape) {
+  Rng rng(1);
+  nn::PositionalEncoding pe(6, 50, 0.0f, rng);
+  for (int64_t pos : {0, 1, 7, 49})
+    for (int64_t i = 0; i < 6; ++i) {
+      double a = double(pos) / std::pow(10000.0, double(2 * (i / 2)) / 6.0);
+      EXPECT_NEAR(pe.table.data()[pos * 6 + i], i % 2 ? std::cos(a) : std::sin(a), 1e-6) << pos << "," << i;
+    }
+  Tensor x = Tensor::zeros({2, 4, 6});
+  Tensor y = pe.forward(x);
+  ASSERT_EQ(y.shape(), (Shape{2, 4, 6}));
+  for (int64_t i = 0; i < 24; ++i) EXPECT_EQ(y.data()[24 + i], pe.table.data()[i]);  // batch 1 = table rows 0..3
+  EXPECT_THROW(pe.forward(Tensor::zeros({1, 51, 6})), std::invalid_argument);
+}
+
+// With positional encodings the model can tell positions apart: self-attention
+// is no longer permutation-equivariant (the property test's counterpart).
+TEST(PositionalEncoding, BreaksPermutationEquivariance) {
+  Rng rng(2);
+  nn::MultiHeadAttention mha(nn::MultiHeadAttentionOptions(8, 2), rng);
+  nn::PositionalEncoding pe(8, 16, 0.0f, rng);
+  Tensor x = randn({1, 5, 8}, rng);
+  Tensor xs = Tensor::empty(x.shape());  // swap positions 0 and 3
+  const int64_t perm[5] = {3, 1, 2, 0, 4};
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t d = 0; d < 8; ++d) xs.data()[i * 8 + d] = x.data()[perm[i] * 8 + d];
+  auto run = [&](const Tensor& in, bool with_pe) {
+    Tensor h = with_pe ? pe.forward(in) : in;
+    return mha.forward(h, h, h).context;
+  };
+  auto permuted = [&](const Tensor& y) {
+    Tensor p = Tensor::empty(y.shape());
+    for (int64_t i = 0; i < 5; ++i)
+      for (int64_t d = 0; d < 8; ++d) p.data()[i * 8 + d] = y.data()[perm[i] * 8 + d];
+    return p;
+  };
+  EXPECT_LT(max_rel_diff(run(xs, false), permuted(run(x, false))), 1e-5);
+  EXPECT_GT(max_rel_diff(run(xs, true), permuted(run(x, true))), 1e-2);
+}
+
+}  // namespace
+}  // namespace attn::testing
