@@ -18,25 +18,10 @@ using attn::testing::run_oracle;
 
 namespace {
 
-// ---------------------------------------------------------------- torch parity
-
-struct ParityCase {
-  const char* name;
-  const char* cell;  // "gru" | "lstm"
-  int layers;
-  bool bidirectional;
-  int batch, seq_len, input, hidden;
-  bool with_h0;
-  int seed;  // odd: the longest sequence is seq_len - 1 (see rnn.py)
-};
-
-void PrintTo(const ParityCase& c, std::ostream* os) { *os << c.name; }
-
-class RnnParity : public ::testing::TestWithParam<ParityCase> {};
-
-// The reference is float64 torch on our float32 inputs; we compute in float32
-// and must agree within 1e-4 relative, measured as EXPECT_CLOSE does,
-// |a - b| / (|b| + floor), but with the floor scaled to the tensor:
+// Closeness of float32 results. Against torch, the reference is float64 torch
+// on our float32 inputs; we compute in float32 and must agree within 1e-4
+// relative, measured as EXPECT_CLOSE does, |a - b| / (|b| + floor), but with
+// the floor scaled to the tensor:
 //   floor = max(1e-3, 2e-3 * max|b|).
 // Why: a gradient element is a sum of batch*steps*(in or H) products whose
 // terms are of the order of the tensor's largest elements; float32 rounding of
@@ -60,6 +45,22 @@ double max_rel_diff_scaled(const Tensor& a, const Tensor& b) {
     double _d = max_rel_diff_scaled((a), (b));                                              \
     EXPECT_LE(_d, kTol) << (what) << ": max relative difference (scaled floor) " << _d;    \
   } while (0)
+
+// ---------------------------------------------------------------- torch parity
+
+struct ParityCase {
+  const char* name;
+  const char* cell;  // "gru" | "lstm"
+  int layers;
+  bool bidirectional;
+  int batch, seq_len, input, hidden;
+  bool with_h0;
+  int seed;  // odd: the longest sequence is seq_len - 1 (see rnn.py)
+};
+
+void PrintTo(const ParityCase& c, std::ostream* os) { *os << c.name; }
+
+class RnnParity : public ::testing::TestWithParam<ParityCase> {};
 
 TEST_P(RnnParity, MatchesTorch) {
   const ParityCase& c = GetParam();
@@ -287,9 +288,18 @@ TEST(RnnPadding, AllEmptyBatch) {
 // ---------------------------------------------------------------- cells
 
 // A decoder loop of GRUCell steps equals one nn::GRU layer over the sequence
-// (forward values and gradients): the cell is the same op with seq_len 1.
-TEST(RnnCell, GruCellUnrolledEqualsGruLayer) {
-  const int64_t B = 3, T = 5, I = 4, H = 6;
+// (forward values and gradients): the cell is the same op with seq_len 1
+// (which multiplies by W_hh through BLAS, the layer through the packed
+// weight). Small: one thread; wide: the recurrence team splits hidden units.
+// Two float32 computations summing in different orders: compared as the torch
+// parity is (EXPECT_CLOSE_SCALED, 1e-4).
+struct CellSize {
+  int64_t batch, seq_len, input, hidden;
+};
+class RnnCell : public ::testing::TestWithParam<CellSize> {};
+
+TEST_P(RnnCell, GruCellUnrolledEqualsGruLayer) {
+  const auto [B, T, I, H] = GetParam();
   Rng rng(21);
   nn::GRUCell cell(I, H, rng);
   nn::RnnOptions opt;
@@ -317,15 +327,15 @@ TEST(RnnCell, GruCellUnrolledEqualsGruLayer) {
     hs.push_back(reshape(h, {B, 1, H}));
   }
   backward(loss);
-  EXPECT_CLOSE(concat(hs, 1), full.output, 1e-5, "outputs");
-  EXPECT_CLOSE(x.grad(), dx_full, 1e-5, "dx");
-  EXPECT_CLOSE(h0.grad(), dh0_full, 1e-5, "dh0");
+  EXPECT_CLOSE_SCALED(concat(hs, 1), full.output, "outputs");
+  EXPECT_CLOSE_SCALED(x.grad(), dx_full, "dx");
+  EXPECT_CLOSE_SCALED(h0.grad(), dh0_full, "dh0");
   for (const char* n : {"weight_ih", "weight_hh", "bias_ih", "bias_hh"})
-    EXPECT_CLOSE(cell.parameter(n).grad(), layer.parameter(std::string(n) + "_l0").grad(), 1e-5, n);
+    EXPECT_CLOSE_SCALED(cell.parameter(n).grad(), layer.parameter(std::string(n) + "_l0").grad(), n);
 }
 
-TEST(RnnCell, LstmCellUnrolledEqualsLstmLayer) {
-  const int64_t B = 3, T = 5, I = 4, H = 6;
+TEST_P(RnnCell, LstmCellUnrolledEqualsLstmLayer) {
+  const auto [B, T, I, H] = GetParam();
   Rng rng(22);
   nn::LSTMCell cell(I, H, rng);
   nn::RnnOptions opt;
@@ -353,13 +363,16 @@ TEST(RnnCell, LstmCellUnrolledEqualsLstmLayer) {
   }
   loss = add(loss, sum_all(mul(s.c, wc)));
   backward(loss);
-  EXPECT_CLOSE(s.c, reshape(full.c_n, {B, H}), 1e-5, "c_n");
-  EXPECT_CLOSE(x.grad(), dx_full, 1e-5, "dx");
-  EXPECT_CLOSE(h0.grad(), dh0_full, 1e-5, "dh0");
-  EXPECT_CLOSE(c0.grad(), dc0_full, 1e-5, "dc0");
+  EXPECT_CLOSE_SCALED(s.c, reshape(full.c_n, {B, H}), "c_n");
+  EXPECT_CLOSE_SCALED(x.grad(), dx_full, "dx");
+  EXPECT_CLOSE_SCALED(h0.grad(), dh0_full, "dh0");
+  EXPECT_CLOSE_SCALED(c0.grad(), dc0_full, "dc0");
   for (const char* n : {"weight_ih", "weight_hh", "bias_ih", "bias_hh"})
-    EXPECT_CLOSE(cell.parameter(n).grad(), layer.parameter(std::string(n) + "_l0").grad(), 1e-5, n);
+    EXPECT_CLOSE_SCALED(cell.parameter(n).grad(), layer.parameter(std::string(n) + "_l0").grad(), n);
 }
+
+INSTANTIATE_TEST_SUITE_P(Sizes, RnnCell, ::testing::Values(CellSize{3, 5, 4, 6}, CellSize{40, 4, 24, 100}),
+                         [](const ::testing::TestParamInfo<CellSize>& i) { return i.index ? "Wide" : "Small"; });
 
 // ---------------------------------------------------------------- module details
 

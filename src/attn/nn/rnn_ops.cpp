@@ -19,6 +19,7 @@
 #include <string>
 
 #include "attn/nn/rnn.h"
+#include "attn/nn/rnn_gemm.h"
 #include "attn/nn/rnn_kernels.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
@@ -147,8 +148,10 @@ struct HiddenSlice {
   int64_t k0, k1;
 };
 
+// Slices are whole panels of the packed weight (rnn_gemm.h), 32 units.
 HiddenSlice hidden_slice(int tid, int threads, int64_t H) {
-  const int64_t chunk = ((H + threads - 1) / threads + 15) / 16 * 16;  // whole SIMD vectors
+  constexpr int64_t P = rnn_gemm::kPanel;
+  const int64_t chunk = ((H + threads - 1) / threads + P - 1) / P * P;
   const int64_t k0 = std::min(H, tid * chunk);
   return {k0, std::min(H, k0 + chunk)};
 }
@@ -160,20 +163,48 @@ int recurrence_threads(int64_t rows, int64_t H, int64_t GH) {
   constexpr int64_t kGrain = int64_t(1) << 18;  // multiply-adds per step
   const int max = omp_get_max_threads();
   if (max <= 1 || rows * GH * H < kGrain) return 1;
-  return int(std::min<int64_t>(max, std::max<int64_t>(1, H / 16)));
+  return int(std::min<int64_t>(max, (H + rnn_gemm::kPanel - 1) / rnn_gemm::kPanel));
 }
 
-// out[n, G*H] columns g*H + [k0, k1) = h[n, H] W^T, W [G*H, H] row-major.
-void gemm_gate_columns(int64_t n, int64_t G, int64_t H, const HiddenSlice& sl, const float* h, const float* w,
-                       float* out) {
-  if (sl.k0 == 0 && sl.k1 == H) {  // the whole width: one call
-    kernels::gemm(false, true, n, G * H, H, 1.0f, h, H, w, H, 0.0f, out, G * H);
-    return;
+// The recurrent weight as the step GEMMs use it. Over two or more steps it is
+// packed once into panels (rnn_gemm.h: a BLAS call would re-pack the whole
+// weight every step); a single step (a decoder's cell) goes to BLAS directly.
+struct StepWeight {
+  const float* w;                // W_hh [G*H, H]
+  int64_t G, H;
+  bool transposed;               // forward: h W^T; backward: dgates W
+  rnn_gemm::PackedWeight packed; // empty when BLAS is used
+
+  StepWeight(const float* w_hh, int64_t G, int64_t H, bool transposed, int64_t steps)
+      : w(w_hh), G(G), H(H), transposed(transposed) {
+    if (steps < 2) return;
+    packed = transposed ? rnn_gemm::pack_transposed(w_hh, H, G, H) : rnn_gemm::pack(w_hh, G * H, H);
   }
-  for (int64_t g = 0; g < G && sl.k1 > sl.k0; ++g)
-    kernels::gemm(false, true, n, sl.k1 - sl.k0, H, 1.0f, h, H, w + (g * H + sl.k0) * H, H, 0.0f,
-                  out + g * H + sl.k0, G * H);
-}
+
+  // Forward: out[n, G*H], columns g*H + [k0, k1) of every gate, = a[n, H] W^T.
+  // Backward: out[n, H], columns [k0, k1), (+)= a[n, G*H] W.
+  void multiply(int64_t n, const float* a, const HiddenSlice& sl, float* out, bool accumulate) const {
+    if (sl.k1 <= sl.k0) return;
+    const int64_t GH = G * H;
+    if (packed.data.defined()) {
+      if (transposed)
+        rnn_gemm::gemm_packed(n, a, H, packed, sl.k0, sl.k1, out, GH, accumulate);
+      else
+        rnn_gemm::gemm_packed(n, a, GH, packed, sl.k0, sl.k1, out, H, accumulate);
+      return;
+    }
+    const float beta = accumulate ? 1.0f : 0.0f;
+    if (!transposed) {
+      kernels::gemm(false, false, n, sl.k1 - sl.k0, GH, 1.0f, a, GH, w + sl.k0, H, beta, out + sl.k0, H);
+    } else if (sl.k0 == 0 && sl.k1 == H) {  // the whole width: one call
+      kernels::gemm(false, true, n, GH, H, 1.0f, a, H, w, H, beta, out, GH);
+    } else {
+      for (int64_t g = 0; g < G; ++g)
+        kernels::gemm(false, true, n, sl.k1 - sl.k0, H, 1.0f, a, H, w + (g * H + sl.k0) * H, H, beta,
+                      out + g * H + sl.k0, GH);
+    }
+  }
+};
 
 ForwardResult run_forward(Cell cell, const Schedule& sch, const Dims& d, const Tensor& x, const Tensor& h0,
                           const Tensor& c0, const RnnWeights& w) {
@@ -238,7 +269,7 @@ ForwardResult run_forward(Cell cell, const Schedule& sch, const Dims& d, const T
     }
   }
 
-  const float* whh = w.weight_hh.data();
+  const StepWeight whh(w.weight_hh.data(), G, H, /*transposed=*/true, sch.steps);
   const int team = recurrence_threads(n0, H, GH);
 #pragma omp parallel num_threads(team) if (team > 1)
   {
@@ -246,7 +277,7 @@ ForwardResult run_forward(Cell cell, const Schedule& sch, const Dims& d, const T
     for (int64_t st = 0; st < sch.steps; ++st) {
       const int64_t n = sch.batch_sizes[st], r0 = sch.offsets[st];
       // gh[n, GH] = h_prev[n, H] W_hh^T, this thread's columns g*H + [k0, k1) of every gate g
-      gemm_gate_columns(n, G, H, sl, hprev + r0 * H, whh, gh.data());
+      whh.multiply(n, hprev + r0 * H, sl, gh.data(), /*accumulate=*/false);
       if (!lstm) {
         rnn_kernels::GruForward a;
         a.n = n, a.hidden = H, a.k_begin = sl.k0, a.k_end = sl.k1;
@@ -327,7 +358,7 @@ Grads run_backward(Cell cell, const Schedule& sch, const Dims& d, const Saved& s
   std::vector<const float*> dy_rows(total);                  // packed row -> its d(y) row
   for (int64_t r = 0; r < total; ++r) dy_rows[r] = dy.defined() ? dy.data() + sch.row_bt[r] * H : zero_row.data();
 
-  const float* whh = w_hh.data();
+  const StepWeight whh(w_hh.data(), d.G, H, /*transposed=*/false, sch.steps);
   const int team = recurrence_threads(sch.steps ? sch.batch_sizes[0] : 0, H, GH);
 #pragma omp parallel num_threads(team) if (team > 1)
   {
@@ -362,9 +393,7 @@ Grads run_backward(Cell cell, const Schedule& sch, const Dims& d, const Saved& s
       // dh_prev[n, k0:k1] (+)= dgh[n, GH] W_hh[GH, k0:k1]; the GRU adds to the
       // direct path dh z left by the kernel, the LSTM's h reaches h' only
       // through the gates. At step 0 the result is d(h0): skipped when unwanted.
-      if ((st > 0 || need.h0) && sl.k1 > sl.k0)
-        kernels::gemm(false, false, n, sl.k1 - sl.k0, GH, 1.0f, dgh.data() + r0 * GH, GH, whh + sl.k0, H,
-                      lstm ? 0.0f : 1.0f, dh.data() + sl.k0, H);
+      if (st > 0 || need.h0) whh.multiply(n, dgh.data() + r0 * GH, sl, dh.data(), /*accumulate=*/!lstm);
     }
   }
 
