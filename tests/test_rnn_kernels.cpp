@@ -126,12 +126,12 @@ TEST(RnnKernels, LstmForwardFastEqualsReference) {
 }
 
 // The packed step GEMM against plain loops on the unpacked weight, for both
-// packings, odd sizes (partial panels, all row remainders of the 6-row
+// packings, odd sizes (partial panels, row remainders of the 6- or 12-row
 // micro-kernel), thread-like column slices and both accumulate modes. Float32
 // accumulation: within 1e-6 of the sum of the terms' magnitudes (~16 ulp).
 TEST(RnnGemm, PackedEqualsPlainProduct) {
   Rng rng(8);
-  for (int64_t m : {1, 5, 6, 13}) {
+  for (int64_t m : {1, 5, 6, 11, 13, 24}) {
     const int64_t H = 40, G = 3, GH = G * H;  // H = 40: panels of 32 + 8 per gate
     auto w = random_vec(GH * H, rng, 1);      // W [G*H, H]
     // forward: C[m, GH] = A[m, H] W^T

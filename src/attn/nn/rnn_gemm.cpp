@@ -1,7 +1,8 @@
 // Packed-weight step GEMM (see rnn_gemm.h). The micro-kernel keeps an
-// MR x 32 block of C in 2*MR vector registers (MR <= 6: 12 accumulators of 16
-// floats plus two B vectors fit the 16 AVX-512 / AVX2 registers), streams the
-// panel's K rows of 32 floats, and broadcasts one A element per row and k.
+// MR x 32 block of C in 2*MR vector registers, streams the panel's K rows of
+// 32 floats, and broadcasts one A element per row and k. MR = 12 with AVX-512
+// (24 accumulators + 2 B vectors of the 32 zmm registers), else 6 (12 + 2 of
+// 16 registers, as ymm pairs with AVX2).
 #include "attn/nn/rnn_gemm.h"
 
 #include <algorithm>
@@ -15,18 +16,22 @@ namespace {
 typedef float v16 __attribute__((vector_size(64)));
 typedef float v16u __attribute__((vector_size(64), aligned(4)));  // unaligned access to C
 
+#ifdef __AVX512F__
+constexpr int kMaxRows = 12;
+#else
 constexpr int kMaxRows = 6;
+#endif
 
 template <int MR>
 void micro_kernel(int64_t K, const float* __restrict a, int64_t lda, const float* __restrict panel,
                   float* __restrict c, int64_t ldc, int64_t cols, bool accumulate) {
   v16 acc0[MR], acc1[MR];
-#pragma GCC unroll 6
+#pragma GCC unroll 12
   for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = v16{};
   for (int64_t k = 0; k < K; ++k) {
     const v16 b0 = *reinterpret_cast<const v16*>(panel + k * kPanel);
     const v16 b1 = *reinterpret_cast<const v16*>(panel + k * kPanel + 16);
-#pragma GCC unroll 6
+#pragma GCC unroll 12
     for (int r = 0; r < MR; ++r) {
       const float s = a[r * lda + k];
       acc0[r] += b0 * s;
@@ -34,7 +39,7 @@ void micro_kernel(int64_t K, const float* __restrict a, int64_t lda, const float
     }
   }
   if (cols == kPanel) {
-#pragma GCC unroll 6
+#pragma GCC unroll 12
     for (int r = 0; r < MR; ++r) {
       v16u* c0 = reinterpret_cast<v16u*>(c + r * ldc);
       v16u* c1 = reinterpret_cast<v16u*>(c + r * ldc + 16);
@@ -58,8 +63,10 @@ void micro_kernel(int64_t K, const float* __restrict a, int64_t lda, const float
 }
 
 using MicroKernel = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, int64_t, bool);
-constexpr MicroKernel kKernels[kMaxRows + 1] = {nullptr,         micro_kernel<1>, micro_kernel<2>, micro_kernel<3>,
-                                                micro_kernel<4>, micro_kernel<5>, micro_kernel<6>};
+constexpr MicroKernel kKernels[] = {nullptr,         micro_kernel<1>, micro_kernel<2>,  micro_kernel<3>, micro_kernel<4>,
+                                    micro_kernel<5>, micro_kernel<6>, micro_kernel<7>,  micro_kernel<8>, micro_kernel<9>,
+                                    micro_kernel<10>, micro_kernel<11>, micro_kernel<12>};
+static_assert(sizeof(kKernels) / sizeof(kKernels[0]) > kMaxRows);
 
 void check_slice(const PackedWeight& b, int64_t k0, int64_t k1) {
   if (k0 < 0 || k0 % kPanel != 0 || k1 < k0 || k1 > b.width)
@@ -83,11 +90,15 @@ PackedWeight pack_transposed(const float* w, int64_t K, int64_t groups, int64_t 
     for (int64_t blk = 0; blk < p.blocks; ++blk) {
       float* dst = const_cast<float*>(p.panel(g, blk));
       const int64_t c0 = blk * kPanel, cols = std::min(kPanel, width - c0);
-      // dst[k][j] = B[k][g*width + c0 + j] = W[g*width + c0 + j][k]: read W's rows
-      // contiguously, write the panel (K x 32, in cache) with stride 32
-      for (int64_t j = 0; j < cols; ++j) {
-        const float* src = w + (g * width + c0 + j) * K;
-        for (int64_t k = 0; k < K; ++k) dst[k * kPanel + j] = src[k];
+      // dst[k][j] = B[k][g*width + c0 + j] = W[g*width + c0 + j][k]: a transpose,
+      // in tiles of 16 k so that both the 32 source rows and the 16 panel rows
+      // of a tile stay in L1
+      for (int64_t kt = 0; kt < K; kt += 16) {
+        const int64_t kn = std::min<int64_t>(16, K - kt);
+        for (int64_t j = 0; j < cols; ++j) {
+          const float* src = w + (g * width + c0 + j) * K + kt;
+          for (int64_t k = 0; k < kn; ++k) dst[(kt + k) * kPanel + j] = src[k];
+        }
       }
       for (int64_t j = cols; j < kPanel; ++j)
         for (int64_t k = 0; k < K; ++k) dst[k * kPanel + j] = 0.0f;
