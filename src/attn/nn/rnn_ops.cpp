@@ -5,22 +5,19 @@
 // recurrence, each step is one GEMM plus one fused gate pass, and the weight
 // gradients are one GEMM each after it.
 //
-// Layout (PyTorch's PackedSequence): the batch is sorted by length, descending;
-// at step s the active sequences are the first batch_sizes[s] of that order,
-// and their rows are stored contiguously from packed row offsets[s]. So every
-// per-step GEMM reads a contiguous block, padding is never computed, and the
-// stacked [total, .] buffers feed the big weight-gradient GEMMs directly.
-// Legend as in rnn.h; total = sum of lengths (packed rows), GH = G*H.
+// Rows are in the packed layout of rnn_recurrence.h (PyTorch's PackedSequence),
+// so every per-step GEMM reads a contiguous block, padding is never computed,
+// and the stacked [total, .] buffers feed the big weight-gradient GEMMs
+// directly. Legend as in rnn.h; total = sum of lengths (packed rows), GH = G*H.
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <numeric>
 #include <stdexcept>
 #include <string>
 
 #include "attn/nn/rnn.h"
-#include "attn/nn/rnn_gemm.h"
 #include "attn/nn/rnn_kernels.h"
+#include "attn/nn/rnn_recurrence.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
 
@@ -29,45 +26,11 @@
 namespace attn {
 namespace {
 
+using rnn::HiddenSlice;
+using rnn::Schedule;
+using rnn::StepWeight;
+
 enum class Cell { Gru, Lstm };
-
-struct Schedule {
-  int64_t batch = 0, seq_len = 0, steps = 0, total = 0;
-  std::vector<int64_t> lengths;      // [batch] valid steps of each sequence
-  std::vector<int64_t> order;        // [batch] sorted position j -> batch index (length descending, stable)
-  std::vector<int64_t> batch_sizes;  // [steps + 1] rows active at step s; batch_sizes[steps] = 0
-  std::vector<int64_t> offsets;      // [steps + 1] first packed row of step s; offsets[steps] = total
-  std::vector<int64_t> row_bt;       // [total] packed row -> b * seq_len + t, its place in [batch, seq_len, .]
-};
-
-// Step s of sorted row j is time t = s (Forward) or lengths[b] - 1 - s (Reverse).
-Schedule make_schedule(const std::vector<int64_t>& lengths, int64_t seq_len, bool reverse) {
-  Schedule s;
-  s.batch = int64_t(lengths.size());
-  s.seq_len = seq_len;
-  s.lengths = lengths;
-  s.order.resize(s.batch);
-  std::iota(s.order.begin(), s.order.end(), int64_t(0));
-  std::stable_sort(s.order.begin(), s.order.end(), [&](int64_t a, int64_t b) { return lengths[a] > lengths[b]; });
-  s.steps = s.batch ? lengths[s.order[0]] : 0;
-  s.batch_sizes.assign(s.steps + 1, 0);
-  s.offsets.assign(s.steps + 1, 0);
-  for (int64_t st = 0; st < s.steps; ++st) {
-    int64_t n = 0;
-    while (n < s.batch && lengths[s.order[n]] > st) ++n;
-    s.batch_sizes[st] = n;
-    s.offsets[st + 1] = s.offsets[st] + n;
-  }
-  s.total = s.offsets[s.steps];
-  s.row_bt.resize(s.total);
-  for (int64_t st = 0; st < s.steps; ++st)
-    for (int64_t j = 0; j < s.batch_sizes[st]; ++j) {
-      int64_t b = s.order[j];
-      int64_t t = reverse ? lengths[b] - 1 - st : st;
-      s.row_bt[s.offsets[st] + j] = b * seq_len + t;
-    }
-  return s;
-}
 
 struct Dims {
   int64_t batch, seq_len, in, H, G;
@@ -138,74 +101,6 @@ void gather_sorted(float* dst, const Tensor& src, const Schedule& sch, int64_t n
 // A bias, or zeros when the layer has none.
 Tensor bias_or_zeros(const Tensor& b, int64_t n) { return b.defined() ? b : Tensor::zeros(Shape{n}); }
 
-// ---- threading of the recurrence ----
-// One team lives through the whole sequence. Each thread owns a slice of the
-// hidden units [k0, k1) and, for every gate g, the columns g*H + [k0, k1) of
-// the step GEMM: so it computes exactly the gate pre-activations its own gate
-// pass needs, and a step costs one barrier (h' must be complete before the
-// next GEMM reads it). BLAS inside the team runs single-threaded.
-struct HiddenSlice {
-  int64_t k0, k1;
-};
-
-// Slices are whole panels of the packed weight (rnn_gemm.h), 32 units.
-HiddenSlice hidden_slice(int tid, int threads, int64_t H) {
-  constexpr int64_t P = rnn_gemm::kPanel;
-  const int64_t chunk = ((H + threads - 1) / threads + P - 1) / P * P;
-  const int64_t k0 = std::min(H, tid * chunk);
-  return {k0, std::min(H, k0 + chunk)};
-}
-
-// A team pays off when a step's GEMM is worth splitting: from ~0.5 MFLOP on
-// (batch 1 at H = 512 qualifies). Below, one thread runs the loop and BLAS
-// threads each GEMM as it sees fit.
-int recurrence_threads(int64_t rows, int64_t H, int64_t GH) {
-  constexpr int64_t kGrain = int64_t(1) << 18;  // multiply-adds per step
-  const int max = omp_get_max_threads();
-  if (max <= 1 || rows * GH * H < kGrain) return 1;
-  return int(std::min<int64_t>(max, (H + rnn_gemm::kPanel - 1) / rnn_gemm::kPanel));
-}
-
-// The recurrent weight as the step GEMMs use it. Over two or more steps it is
-// packed once into panels (rnn_gemm.h: a BLAS call would re-pack the whole
-// weight every step); a single step (a decoder's cell) goes to BLAS directly.
-struct StepWeight {
-  const float* w;                // W_hh [G*H, H]
-  int64_t G, H;
-  bool transposed;               // forward: h W^T; backward: dgates W
-  rnn_gemm::PackedWeight packed; // empty when BLAS is used
-
-  StepWeight(const float* w_hh, int64_t G, int64_t H, bool transposed, int64_t steps)
-      : w(w_hh), G(G), H(H), transposed(transposed) {
-    if (steps < 2) return;
-    packed = transposed ? rnn_gemm::pack_transposed(w_hh, H, G, H) : rnn_gemm::pack(w_hh, G * H, H);
-  }
-
-  // Forward: out[n, G*H], columns g*H + [k0, k1) of every gate, = a[n, H] W^T.
-  // Backward: out[n, H], columns [k0, k1), (+)= a[n, G*H] W.
-  void multiply(int64_t n, const float* a, const HiddenSlice& sl, float* out, bool accumulate) const {
-    if (sl.k1 <= sl.k0) return;
-    const int64_t GH = G * H;
-    if (packed.data.defined()) {
-      if (transposed)
-        rnn_gemm::gemm_packed(n, a, H, packed, sl.k0, sl.k1, out, GH, accumulate);
-      else
-        rnn_gemm::gemm_packed(n, a, GH, packed, sl.k0, sl.k1, out, H, accumulate);
-      return;
-    }
-    const float beta = accumulate ? 1.0f : 0.0f;
-    if (!transposed) {
-      kernels::gemm(false, false, n, sl.k1 - sl.k0, GH, 1.0f, a, GH, w + sl.k0, H, beta, out + sl.k0, H);
-    } else if (sl.k0 == 0 && sl.k1 == H) {  // the whole width: one call
-      kernels::gemm(false, true, n, GH, H, 1.0f, a, H, w, H, beta, out, GH);
-    } else {
-      for (int64_t g = 0; g < G; ++g)
-        kernels::gemm(false, true, n, sl.k1 - sl.k0, H, 1.0f, a, H, w + (g * H + sl.k0) * H, H, beta,
-                      out + g * H + sl.k0, GH);
-    }
-  }
-};
-
 ForwardResult run_forward(Cell cell, const Schedule& sch, const Dims& d, const Tensor& x, const Tensor& h0,
                           const Tensor& c0, const RnnWeights& w) {
   const int64_t B = d.batch, T = d.seq_len, in = d.in, H = d.H, G = d.G, GH = d.G * d.H, total = sch.total;
@@ -270,10 +165,10 @@ ForwardResult run_forward(Cell cell, const Schedule& sch, const Dims& d, const T
   }
 
   const StepWeight whh(w.weight_hh.data(), G, H, /*transposed=*/true, sch.steps);
-  const int team = recurrence_threads(n0, H, GH);
+  const int team = rnn::recurrence_threads(n0, H, GH);
 #pragma omp parallel num_threads(team) if (team > 1)
   {
-    const HiddenSlice sl = hidden_slice(omp_get_thread_num(), omp_get_num_threads(), H);
+    const HiddenSlice sl = rnn::hidden_slice(omp_get_thread_num(), omp_get_num_threads(), H);
     for (int64_t st = 0; st < sch.steps; ++st) {
       const int64_t n = sch.batch_sizes[st], r0 = sch.offsets[st];
       // gh[n, GH] = h_prev[n, H] W_hh^T, this thread's columns g*H + [k0, k1) of every gate g
@@ -359,12 +254,12 @@ Grads run_backward(Cell cell, const Schedule& sch, const Dims& d, const Saved& s
   for (int64_t r = 0; r < total; ++r) dy_rows[r] = dy.defined() ? dy.data() + sch.row_bt[r] * H : zero_row.data();
 
   const StepWeight whh(w_hh.data(), d.G, H, /*transposed=*/false, sch.steps);
-  const int team = recurrence_threads(sch.steps ? sch.batch_sizes[0] : 0, H, GH);
+  const int team = rnn::recurrence_threads(sch.steps ? sch.batch_sizes[0] : 0, H, GH);
 #pragma omp parallel num_threads(team) if (team > 1)
   {
     // Same slices as the forward: a thread's gate pass reads and writes only its
     // hidden units of dh / dc, and its GEMM produces exactly those units of dh_prev.
-    const HiddenSlice sl = hidden_slice(omp_get_thread_num(), omp_get_num_threads(), H);
+    const HiddenSlice sl = rnn::hidden_slice(omp_get_thread_num(), omp_get_num_threads(), H);
     for (int64_t st = sch.steps - 1; st >= 0; --st) {
       const int64_t n = sch.batch_sizes[st], r0 = sch.offsets[st];
       if (!lstm) {
@@ -447,7 +342,7 @@ std::vector<int64_t> lengths_from_tensor(const Tensor& lengths) {
 GruResult gru(const Tensor& x, const std::vector<int64_t>& lengths, const Tensor& h0, const RnnWeights& w,
               RnnDirection direction) {
   Dims d = check_args("gru", 3, x, lengths, h0, Tensor(), w);
-  auto sch = std::make_shared<const Schedule>(make_schedule(lengths, d.seq_len, direction == RnnDirection::Reverse));
+  auto sch = std::make_shared<const Schedule>(rnn::make_schedule(lengths, d.seq_len, direction == RnnDirection::Reverse));
   ForwardResult f = run_forward(Cell::Gru, *sch, d, x, h0, Tensor(), w);
   Needs need = needs_of(x, h0, Tensor(), w);
   autograd::record("gru", {x, h0, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh}, {&f.y, &f.h_n},
@@ -466,7 +361,7 @@ GruResult gru(const Tensor& x, const Tensor& lengths, const Tensor& h0, const Rn
 LstmResult lstm(const Tensor& x, const std::vector<int64_t>& lengths, const Tensor& h0, const Tensor& c0,
                 const RnnWeights& w, RnnDirection direction) {
   Dims d = check_args("lstm", 4, x, lengths, h0, c0, w);
-  auto sch = std::make_shared<const Schedule>(make_schedule(lengths, d.seq_len, direction == RnnDirection::Reverse));
+  auto sch = std::make_shared<const Schedule>(rnn::make_schedule(lengths, d.seq_len, direction == RnnDirection::Reverse));
   ForwardResult f = run_forward(Cell::Lstm, *sch, d, x, h0, c0, w);
   Needs need = needs_of(x, h0, c0, w);
   autograd::record("lstm", {x, h0, c0, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh}, {&f.y, &f.h_n, &f.c_n},
