@@ -49,9 +49,12 @@ struct LstmResult {
 
 // The fused "gru" op. x [batch, seq_len, in], lengths [batch] (values in
 // [0, seq_len]), h0 [batch, H] or undefined (zeros); w as RnnWeights with G = 3.
-// Forward: one GEMM for all input projections, then per step one GEMM
-// h W_hh^T and one fused gate pass. Backward: per step one gate pass and one
-// GEMM for dh_prev; then one GEMM each for dW_hh, dW_ih and dx.
+// Forward: one GEMM for all input projections x W_ih^T, then per step one
+// product h W_hh^T (W_hh packed once per call, rnn_gemm.h) and one fused gate
+// pass, by a team of threads that each own a slice of the hidden units.
+// Backward: per step one gate pass and one product dgates W_hh for dh_prev;
+// then one GEMM each for dW_hh, dW_ih and dx over all steps, and column sums
+// for the biases. Padded positions are never computed (rnn_recurrence.h).
 // Throws std::invalid_argument naming the shapes when they do not fit.
 GruResult gru(const Tensor& x, const std::vector<int64_t>& lengths, const Tensor& h0, const RnnWeights& w,
               RnnDirection direction = RnnDirection::Forward);
