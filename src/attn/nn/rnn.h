@@ -37,14 +37,15 @@ struct RnnWeights {
 // direction on packed sequences.
 enum class RnnDirection { Forward, Reverse };
 
+// Results of the ops (shapes given first) and of the stacked modules (second).
 struct GruResult {
-  Tensor output;  // [batch, seq_len, H]: h at every valid step, zeros at padding
-  Tensor h_n;     // [batch, H]: h after each sequence's last valid step
+  Tensor output;  // [batch, seq_len, H] / [batch, seq_len, D*H]: h at every valid step, zeros at padding
+  Tensor h_n;     // [batch, H] / [L*D, batch, H]: h after each sequence's last valid step
 };
 struct LstmResult {
-  Tensor output;  // [batch, seq_len, H]
-  Tensor h_n;     // [batch, H]
-  Tensor c_n;     // [batch, H]: cell state after the last valid step
+  Tensor output;  // [batch, seq_len, H] / [batch, seq_len, D*H]
+  Tensor h_n;     // [batch, H] / [L*D, batch, H]
+  Tensor c_n;     // [batch, H] / [L*D, batch, H]: cell state after the last valid step
 };
 
 // The fused "gru" op. x [batch, seq_len, in], lengths [batch] (values in
