@@ -18,6 +18,12 @@ using attn::testing::run_oracle;
 
 namespace {
 
+// The reference is float64 torch on our float32 inputs; we compute in float32
+// and must agree within 1e-4 relative as EXPECT_CLOSE measures it (oracle.h).
+constexpr double kTol = 1e-4;
+
+#define EXPECT_CLOSE_SCALED(a, b, what) EXPECT_CLOSE((a), (b), kTol, (what))
+
 // ---------------------------------------------------------------- torch parity
 
 struct ParityCase {
@@ -33,12 +39,6 @@ struct ParityCase {
 void PrintTo(const ParityCase& c, std::ostream* os) { *os << c.name; }
 
 class RnnParity : public ::testing::TestWithParam<ParityCase> {};
-
-// The reference is float64 torch on our float32 inputs; we compute in float32
-// and must agree within 1e-4 relative as EXPECT_CLOSE measures it (oracle.h).
-constexpr double kTol = 1e-4;  // see max_rel_diff in oracle.h for the floor
-
-#define EXPECT_CLOSE_SCALED(a, b, what) EXPECT_CLOSE((a), (b), kTol, (what))
 
 TEST_P(RnnParity, MatchesTorch) {
   const ParityCase& c = GetParam();
@@ -266,9 +266,18 @@ TEST(RnnPadding, AllEmptyBatch) {
 // ---------------------------------------------------------------- cells
 
 // A decoder loop of GRUCell steps equals one nn::GRU layer over the sequence
-// (forward values and gradients): the cell is the same op with seq_len 1.
-TEST(RnnCell, GruCellUnrolledEqualsGruLayer) {
-  const int64_t B = 3, T = 5, I = 4, H = 6;
+// (forward values and gradients): the cell is the same op with seq_len 1
+// (which multiplies by W_hh through BLAS, the layer through the packed
+// weight). Small: one thread; wide: the recurrence team splits hidden units.
+// Two float32 computations summing in different orders: compared as the torch
+// parity is (EXPECT_CLOSE_SCALED, 1e-4).
+struct CellSize {
+  int64_t batch, seq_len, input, hidden;
+};
+class RnnCell : public ::testing::TestWithParam<CellSize> {};
+
+TEST_P(RnnCell, GruCellUnrolledEqualsGruLayer) {
+  const auto [B, T, I, H] = GetParam();
   Rng rng(21);
   nn::GRUCell cell(I, H, rng);
   nn::RnnOptions opt;
@@ -296,15 +305,15 @@ TEST(RnnCell, GruCellUnrolledEqualsGruLayer) {
     hs.push_back(reshape(h, {B, 1, H}));
   }
   backward(loss);
-  EXPECT_CLOSE(concat(hs, 1), full.output, 1e-5, "outputs");
-  EXPECT_CLOSE(x.grad(), dx_full, 1e-5, "dx");
-  EXPECT_CLOSE(h0.grad(), dh0_full, 1e-5, "dh0");
+  EXPECT_CLOSE_SCALED(concat(hs, 1), full.output, "outputs");
+  EXPECT_CLOSE_SCALED(x.grad(), dx_full, "dx");
+  EXPECT_CLOSE_SCALED(h0.grad(), dh0_full, "dh0");
   for (const char* n : {"weight_ih", "weight_hh", "bias_ih", "bias_hh"})
-    EXPECT_CLOSE(cell.parameter(n).grad(), layer.parameter(std::string(n) + "_l0").grad(), 1e-5, n);
+    EXPECT_CLOSE_SCALED(cell.parameter(n).grad(), layer.parameter(std::string(n) + "_l0").grad(), n);
 }
 
-TEST(RnnCell, LstmCellUnrolledEqualsLstmLayer) {
-  const int64_t B = 3, T = 5, I = 4, H = 6;
+TEST_P(RnnCell, LstmCellUnrolledEqualsLstmLayer) {
+  const auto [B, T, I, H] = GetParam();
   Rng rng(22);
   nn::LSTMCell cell(I, H, rng);
   nn::RnnOptions opt;
@@ -332,13 +341,16 @@ TEST(RnnCell, LstmCellUnrolledEqualsLstmLayer) {
   }
   loss = add(loss, sum_all(mul(s.c, wc)));
   backward(loss);
-  EXPECT_CLOSE(s.c, reshape(full.c_n, {B, H}), 1e-5, "c_n");
-  EXPECT_CLOSE(x.grad(), dx_full, 1e-5, "dx");
-  EXPECT_CLOSE(h0.grad(), dh0_full, 1e-5, "dh0");
-  EXPECT_CLOSE(c0.grad(), dc0_full, 1e-5, "dc0");
+  EXPECT_CLOSE_SCALED(s.c, reshape(full.c_n, {B, H}), "c_n");
+  EXPECT_CLOSE_SCALED(x.grad(), dx_full, "dx");
+  EXPECT_CLOSE_SCALED(h0.grad(), dh0_full, "dh0");
+  EXPECT_CLOSE_SCALED(c0.grad(), dc0_full, "dc0");
   for (const char* n : {"weight_ih", "weight_hh", "bias_ih", "bias_hh"})
-    EXPECT_CLOSE(cell.parameter(n).grad(), layer.parameter(std::string(n) + "_l0").grad(), 1e-5, n);
+    EXPECT_CLOSE_SCALED(cell.parameter(n).grad(), layer.parameter(std::string(n) + "_l0").grad(), n);
 }
+
+INSTANTIATE_TEST_SUITE_P(Sizes, RnnCell, ::testing::Values(CellSize{3, 5, 4, 6}, CellSize{40, 4, 24, 100}),
+                         [](const ::testing::TestParamInfo<CellSize>& i) { return i.index ? "Wide" : "Small"; });
 
 // ---------------------------------------------------------------- module details
 

@@ -37,21 +37,25 @@ struct RnnWeights {
 // direction on packed sequences.
 enum class RnnDirection { Forward, Reverse };
 
+// Results of the ops (shapes given first) and of the stacked modules (second).
 struct GruResult {
-  Tensor output;  // [batch, seq_len, H]: h at every valid step, zeros at padding
-  Tensor h_n;     // [batch, H]: h after each sequence's last valid step
+  Tensor output;  // [batch, seq_len, H] / [batch, seq_len, D*H]: h at every valid step, zeros at padding
+  Tensor h_n;     // [batch, H] / [L*D, batch, H]: h after each sequence's last valid step
 };
 struct LstmResult {
-  Tensor output;  // [batch, seq_len, H]
-  Tensor h_n;     // [batch, H]
-  Tensor c_n;     // [batch, H]: cell state after the last valid step
+  Tensor output;  // [batch, seq_len, H] / [batch, seq_len, D*H]
+  Tensor h_n;     // [batch, H] / [L*D, batch, H]
+  Tensor c_n;     // [batch, H] / [L*D, batch, H]: cell state after the last valid step
 };
 
 // The fused "gru" op. x [batch, seq_len, in], lengths [batch] (values in
 // [0, seq_len]), h0 [batch, H] or undefined (zeros); w as RnnWeights with G = 3.
-// Forward: one GEMM for all input projections, then per step one GEMM
-// h W_hh^T and one fused gate pass. Backward: per step one gate pass and one
-// GEMM for dh_prev; then one GEMM each for dW_hh, dW_ih and dx.
+// Forward: one GEMM for all input projections x W_ih^T, then per step one
+// product h W_hh^T (W_hh packed once per call, rnn_gemm.h) and one fused gate
+// pass, by a team of threads that each own a slice of the hidden units.
+// Backward: per step one gate pass and one product dgates W_hh for dh_prev;
+// then one GEMM each for dW_hh, dW_ih and dx over all steps, and column sums
+// for the biases. Padded positions are never computed (rnn_recurrence.h).
 // Throws std::invalid_argument naming the shapes when they do not fit.
 GruResult gru(const Tensor& x, const std::vector<int64_t>& lengths, const Tensor& h0, const RnnWeights& w,
               RnnDirection direction = RnnDirection::Forward);

@@ -5,21 +5,19 @@
 // recurrence, each step is one GEMM plus one fused gate pass, and the weight
 // gradients are one GEMM each after it.
 //
-// Layout (PyTorch's PackedSequence): the batch is sorted by length, descending;
-// at step s the active sequences are the first batch_sizes[s] of that order,
-// and their rows are stored contiguously from packed row offsets[s]. So every
-// per-step GEMM reads a contiguous block, padding is never computed, and the
-// stacked [total, .] buffers feed the big weight-gradient GEMMs directly.
-// Legend as in rnn.h; total = sum of lengths (packed rows), GH = G*H.
+// Rows are in the packed layout of rnn_recurrence.h (PyTorch's PackedSequence),
+// so every per-step GEMM reads a contiguous block, padding is never computed,
+// and the stacked [total, .] buffers feed the big weight-gradient GEMMs
+// directly. Legend as in rnn.h; total = sum of lengths (packed rows), GH = G*H.
 #include <algorithm>
 #include <cstring>
 #include <memory>
-#include <numeric>
 #include <stdexcept>
 #include <string>
 
 #include "attn/nn/rnn.h"
 #include "attn/nn/rnn_kernels.h"
+#include "attn/nn/rnn_recurrence.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
 
@@ -28,45 +26,11 @@
 namespace attn {
 namespace {
 
+using rnn::HiddenSlice;
+using rnn::Schedule;
+using rnn::StepWeight;
+
 enum class Cell { Gru, Lstm };
-
-struct Schedule {
-  int64_t batch = 0, seq_len = 0, steps = 0, total = 0;
-  std::vector<int64_t> lengths;      // [batch] valid steps of each sequence
-  std::vector<int64_t> order;        // [batch] sorted position j -> batch index (length descending, stable)
-  std::vector<int64_t> batch_sizes;  // [steps + 1] rows active at step s; batch_sizes[steps] = 0
-  std::vector<int64_t> offsets;      // [steps + 1] first packed row of step s; offsets[steps] = total
-  std::vector<int64_t> row_bt;       // [total] packed row -> b * seq_len + t, its place in [batch, seq_len, .]
-};
-
-// Step s of sorted row j is time t = s (Forward) or lengths[b] - 1 - s (Reverse).
-Schedule make_schedule(const std::vector<int64_t>& lengths, int64_t seq_len, bool reverse) {
-  Schedule s;
-  s.batch = int64_t(lengths.size());
-  s.seq_len = seq_len;
-  s.lengths = lengths;
-  s.order.resize(s.batch);
-  std::iota(s.order.begin(), s.order.end(), int64_t(0));
-  std::stable_sort(s.order.begin(), s.order.end(), [&](int64_t a, int64_t b) { return lengths[a] > lengths[b]; });
-  s.steps = s.batch ? lengths[s.order[0]] : 0;
-  s.batch_sizes.assign(s.steps + 1, 0);
-  s.offsets.assign(s.steps + 1, 0);
-  for (int64_t st = 0; st < s.steps; ++st) {
-    int64_t n = 0;
-    while (n < s.batch && lengths[s.order[n]] > st) ++n;
-    s.batch_sizes[st] = n;
-    s.offsets[st + 1] = s.offsets[st] + n;
-  }
-  s.total = s.offsets[s.steps];
-  s.row_bt.resize(s.total);
-  for (int64_t st = 0; st < s.steps; ++st)
-    for (int64_t j = 0; j < s.batch_sizes[st]; ++j) {
-      int64_t b = s.order[j];
-      int64_t t = reverse ? lengths[b] - 1 - st : st;
-      s.row_bt[s.offsets[st] + j] = b * seq_len + t;
-    }
-  return s;
-}
 
 struct Dims {
   int64_t batch, seq_len, in, H, G;
@@ -137,44 +101,6 @@ void gather_sorted(float* dst, const Tensor& src, const Schedule& sch, int64_t n
 // A bias, or zeros when the layer has none.
 Tensor bias_or_zeros(const Tensor& b, int64_t n) { return b.defined() ? b : Tensor::zeros(Shape{n}); }
 
-// ---- threading of the recurrence ----
-// One team lives through the whole sequence. Each thread owns a slice of the
-// hidden units [k0, k1) and, for every gate g, the columns g*H + [k0, k1) of
-// the step GEMM: so it computes exactly the gate pre-activations its own gate
-// pass needs, and a step costs one barrier (h' must be complete before the
-// next GEMM reads it). BLAS inside the team runs single-threaded.
-struct HiddenSlice {
-  int64_t k0, k1;
-};
-
-HiddenSlice hidden_slice(int tid, int threads, int64_t H) {
-  const int64_t chunk = ((H + threads - 1) / threads + 15) / 16 * 16;  // whole SIMD vectors
-  const int64_t k0 = std::min(H, tid * chunk);
-  return {k0, std::min(H, k0 + chunk)};
-}
-
-// A team pays off when a step's GEMM is worth splitting: from ~0.5 MFLOP on
-// (batch 1 at H = 512 qualifies). Below, one thread runs the loop and BLAS
-// threads each GEMM as it sees fit.
-int recurrence_threads(int64_t rows, int64_t H, int64_t GH) {
-  constexpr int64_t kGrain = int64_t(1) << 18;  // multiply-adds per step
-  const int max = omp_get_max_threads();
-  if (max <= 1 || rows * GH * H < kGrain) return 1;
-  return int(std::min<int64_t>(max, std::max<int64_t>(1, H / 16)));
-}
-
-// out[n, G*H] columns g*H + [k0, k1) = h[n, H] W^T, W [G*H, H] row-major.
-void gemm_gate_columns(int64_t n, int64_t G, int64_t H, const HiddenSlice& sl, const float* h, const float* w,
-                       float* out) {
-  if (sl.k0 == 0 && sl.k1 == H) {  // the whole width: one call
-    kernels::gemm(false, true, n, G * H, H, 1.0f, h, H, w, H, 0.0f, out, G * H);
-    return;
-  }
-  for (int64_t g = 0; g < G && sl.k1 > sl.k0; ++g)
-    kernels::gemm(false, true, n, sl.k1 - sl.k0, H, 1.0f, h, H, w + (g * H + sl.k0) * H, H, 0.0f,
-                  out + g * H + sl.k0, G * H);
-}
-
 ForwardResult run_forward(Cell cell, const Schedule& sch, const Dims& d, const Tensor& x, const Tensor& h0,
                           const Tensor& c0, const RnnWeights& w) {
   const int64_t B = d.batch, T = d.seq_len, in = d.in, H = d.H, G = d.G, GH = d.G * d.H, total = sch.total;
@@ -238,15 +164,15 @@ ForwardResult run_forward(Cell cell, const Schedule& sch, const Dims& d, const T
     }
   }
 
-  const float* whh = w.weight_hh.data();
-  const int team = recurrence_threads(n0, H, GH);
+  const StepWeight whh(w.weight_hh.data(), G, H, /*transposed=*/true, sch.steps);
+  const int team = rnn::recurrence_threads(n0, H, GH);
 #pragma omp parallel num_threads(team) if (team > 1)
   {
-    const HiddenSlice sl = hidden_slice(omp_get_thread_num(), omp_get_num_threads(), H);
+    const HiddenSlice sl = rnn::hidden_slice(omp_get_thread_num(), omp_get_num_threads(), H);
     for (int64_t st = 0; st < sch.steps; ++st) {
       const int64_t n = sch.batch_sizes[st], r0 = sch.offsets[st];
       // gh[n, GH] = h_prev[n, H] W_hh^T, this thread's columns g*H + [k0, k1) of every gate g
-      gemm_gate_columns(n, G, H, sl, hprev + r0 * H, whh, gh.data());
+      whh.multiply(n, hprev + r0 * H, sl, gh.data(), /*accumulate=*/false);
       if (!lstm) {
         rnn_kernels::GruForward a;
         a.n = n, a.hidden = H, a.k_begin = sl.k0, a.k_end = sl.k1;
@@ -327,13 +253,13 @@ Grads run_backward(Cell cell, const Schedule& sch, const Dims& d, const Saved& s
   std::vector<const float*> dy_rows(total);                  // packed row -> its d(y) row
   for (int64_t r = 0; r < total; ++r) dy_rows[r] = dy.defined() ? dy.data() + sch.row_bt[r] * H : zero_row.data();
 
-  const float* whh = w_hh.data();
-  const int team = recurrence_threads(sch.steps ? sch.batch_sizes[0] : 0, H, GH);
+  const StepWeight whh(w_hh.data(), d.G, H, /*transposed=*/false, sch.steps);
+  const int team = rnn::recurrence_threads(sch.steps ? sch.batch_sizes[0] : 0, H, GH);
 #pragma omp parallel num_threads(team) if (team > 1)
   {
     // Same slices as the forward: a thread's gate pass reads and writes only its
     // hidden units of dh / dc, and its GEMM produces exactly those units of dh_prev.
-    const HiddenSlice sl = hidden_slice(omp_get_thread_num(), omp_get_num_threads(), H);
+    const HiddenSlice sl = rnn::hidden_slice(omp_get_thread_num(), omp_get_num_threads(), H);
     for (int64_t st = sch.steps - 1; st >= 0; --st) {
       const int64_t n = sch.batch_sizes[st], r0 = sch.offsets[st];
       if (!lstm) {
@@ -362,9 +288,7 @@ Grads run_backward(Cell cell, const Schedule& sch, const Dims& d, const Saved& s
       // dh_prev[n, k0:k1] (+)= dgh[n, GH] W_hh[GH, k0:k1]; the GRU adds to the
       // direct path dh z left by the kernel, the LSTM's h reaches h' only
       // through the gates. At step 0 the result is d(h0): skipped when unwanted.
-      if ((st > 0 || need.h0) && sl.k1 > sl.k0)
-        kernels::gemm(false, false, n, sl.k1 - sl.k0, GH, 1.0f, dgh.data() + r0 * GH, GH, whh + sl.k0, H,
-                      lstm ? 0.0f : 1.0f, dh.data() + sl.k0, H);
+      if (st > 0 || need.h0) whh.multiply(n, dgh.data() + r0 * GH, sl, dh.data(), /*accumulate=*/!lstm);
     }
   }
 
@@ -418,7 +342,7 @@ std::vector<int64_t> lengths_from_tensor(const Tensor& lengths) {
 GruResult gru(const Tensor& x, const std::vector<int64_t>& lengths, const Tensor& h0, const RnnWeights& w,
               RnnDirection direction) {
   Dims d = check_args("gru", 3, x, lengths, h0, Tensor(), w);
-  auto sch = std::make_shared<const Schedule>(make_schedule(lengths, d.seq_len, direction == RnnDirection::Reverse));
+  auto sch = std::make_shared<const Schedule>(rnn::make_schedule(lengths, d.seq_len, direction == RnnDirection::Reverse));
   ForwardResult f = run_forward(Cell::Gru, *sch, d, x, h0, Tensor(), w);
   Needs need = needs_of(x, h0, Tensor(), w);
   autograd::record("gru", {x, h0, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh}, {&f.y, &f.h_n},
@@ -437,7 +361,7 @@ GruResult gru(const Tensor& x, const Tensor& lengths, const Tensor& h0, const Rn
 LstmResult lstm(const Tensor& x, const std::vector<int64_t>& lengths, const Tensor& h0, const Tensor& c0,
                 const RnnWeights& w, RnnDirection direction) {
   Dims d = check_args("lstm", 4, x, lengths, h0, c0, w);
-  auto sch = std::make_shared<const Schedule>(make_schedule(lengths, d.seq_len, direction == RnnDirection::Reverse));
+  auto sch = std::make_shared<const Schedule>(rnn::make_schedule(lengths, d.seq_len, direction == RnnDirection::Reverse));
   ForwardResult f = run_forward(Cell::Lstm, *sch, d, x, h0, c0, w);
   Needs need = needs_of(x, h0, c0, w);
   autograd::record("lstm", {x, h0, c0, w.weight_ih, w.weight_hh, w.bias_ih, w.bias_hh}, {&f.y, &f.h_n, &f.c_n},
