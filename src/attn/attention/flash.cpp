@@ -21,6 +21,7 @@ using detail::tile_gemm;
 // sequences and skips more causal work for short ones)
 constexpr int64_t kBr = 64;  // queries per block: the lane axis of every tile
 constexpr int64_t kBc = 64;  // keys per block
+constexpr int64_t kGroup = 4;  // backward: key blocks per pass over the queries
 constexpr int kVecs = int(kBr) / kLanes;  // vectors across one block of queries
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr int64_t kParallelWork = 1 << 18;  // multiply-adds below which one thread does it all
@@ -199,8 +200,8 @@ void backward(const Problem& p, const float* out, const float* dout, const float
 
   // per thread: Qt, dOt, dQt blocks [nqb][D or Dv][kBr]; scaled Q rows [Lqp, Dp];
   // dO rows [Lqp, Dvp]; lse, delta [Lqp]; St, P*Z, dP/dS, Z [kBc, kBr]; dK, dV
-  // accumulators [kBc, Dp / Dvp]; dropout factors [kBr]
-  Scratch scratch(Lqp * (2 * D + Dv + Dp + Dvp + 2) + 4 * kBc * kBr + kBc * (Dp + Dvp) + kBr);
+  // accumulators [kGroup * kBc, Dp / Dvp]; dropout factors [kBr]
+  Scratch scratch(Lqp * (2 * D + Dv + Dp + Dvp + 2) + 4 * kBc * kBr + kGroup * kBc * (Dp + Dvp) + kBr);
   Tensor partial = chunks > 1 ? Tensor::empty({n_items, Lq * D}) : Tensor();
 
 #pragma omp parallel for schedule(dynamic) if (parallel)
@@ -217,7 +218,7 @@ void backward(const Problem& p, const float* out, const float* dout, const float
     float* ds = pz + kBc * kBr;
     float* z = ds + kBc * kBr;
     float* dkacc = z + kBc * kBr;
-    float* dvacc = dkacc + kBc * Dp;
+    float* dvacc = dkacc + kGroup * kBc * Dp;
     uint32_t keys[kBr];
 
     const int64_t bh = it / chunks, c = it % chunks, b = bh / p.H, h = bh % p.H;
@@ -269,13 +270,14 @@ void backward(const Problem& p, const float* out, const float* dout, const float
     std::fill(lse_p + Lq, lse_p + Lqp, kInf);
     std::fill(delta + Lq, delta + Lqp, 0.0f);
 
-    for (int64_t kb = kb_begin; kb < kb_end; ++kb) {
-      const int64_t j0 = kb * kBc, nj = std::min(kBc, klen - j0);
-      const float* kj = k + j0 * D;
-      const float* vj = v + j0 * Dv;
-      std::fill(dkacc, dkacc + nj * Dp, 0.0f);
-      std::fill(dvacc, dvacc + nj * Dvp, 0.0f);
-      for (int64_t qb = p.causal ? j0 / kBr : 0; qb < nqb; ++qb) {
+    // Key blocks go in groups of kGroup per pass over the query blocks, so the
+    // packed query data (80 KiB per block of 64 queries) is read from L3 once
+    // per kGroup key blocks; the group's dK, dV accumulators stay in L2.
+    for (int64_t kg = kb_begin; kg < kb_end; kg += kGroup) {
+      const int64_t ng = std::min(kGroup, kb_end - kg);
+      std::fill(dkacc, dkacc + ng * kBc * Dp, 0.0f);
+      std::fill(dvacc, dvacc + ng * kBc * Dvp, 0.0f);
+      for (int64_t qb = p.causal ? kg * kBc / kBr : 0; qb < nqb; ++qb) {
         const int64_t i0 = qb * kBr, ni = std::min(kBr, Lq - i0);
         if (qb + 1 < nqb) {  // the next query block's packed operands
           prefetch_l2(qt_all + (qb + 1) * D * kBr, D * kBr);
@@ -284,51 +286,64 @@ void backward(const Problem& p, const float* out, const float* dout, const float
           prefetch_l2(qs + (i0 + kBr) * Dp, std::min(kBr, Lq - i0 - kBr) * Dp);
           prefetch_l2(dor + (i0 + kBr) * Dvp, std::min(kBr, Lq - i0 - kBr) * Dvp);
         }
-        // S^T = K_j Qt (scaled), P^T = exp(S^T - lse), hidden keys 0
-        tile_gemm(nj, kBr, D, kj, D, 1, qt_all + qb * D * kBr, kBr, st, kBr, false);
-        mask_scores(p, b, h, i0, ni, j0, nj, st);
         vf lsev[kVecs], dlv[kVecs];
         for (int u = 0; u < kVecs; ++u) {
           lsev[u] = load(lse_p + i0 + u * kLanes);
           dlv[u] = load(delta + i0 + u * kLanes);
         }
-        for (int64_t j = 0; j < nj; ++j)
-          for (int u = 0; u < kVecs; ++u) {
-            float* s = st + j * kBr + u * kLanes;
-            store(s, exp(sub(load(s), lsev[u])));
+        if (dropout) dropout_row_keys(p, bh, i0, keys);
+        for (int64_t g = 0; g < ng; ++g) {
+          const int64_t j0 = (kg + g) * kBc, nj = std::min(kBc, klen - j0);
+          if (p.causal && i0 + ni - 1 < j0) continue;  // every query of the block precedes every key
+          const float* kj = k + j0 * D;
+          const float* vj = v + j0 * Dv;
+          float* dkj = dkacc + g * kBc * Dp;
+          float* dvj = dvacc + g * kBc * Dvp;
+          // S^T = K_j Qt (scaled), P^T = exp(S^T - lse), hidden keys 0
+          tile_gemm(nj, kBr, D, kj, D, 1, qt_all + qb * D * kBr, kBr, st, kBr, false);
+          mask_scores(p, b, h, i0, ni, j0, nj, st);
+          for (int64_t j = 0; j < nj; ++j)
+            for (int u = 0; u < kVecs; ++u) {
+              float* s = st + j * kBr + u * kLanes;
+              store(s, exp(sub(load(s), lsev[u])));
+            }
+          const float* pdrop = st;  // P Z: the weights the forward multiplied V by
+          if (dropout) {
+            for (int64_t j = 0; j < nj; ++j) {
+              detail::dropout_factors(keys, uint64_t(j0 + j), threshold, keep_scale, z + j * kBr, int(kBr));
+              for (int u = 0; u < kVecs; ++u)
+                store(pz + j * kBr + u * kLanes, mul(load(st + j * kBr + u * kLanes), load(z + j * kBr + u * kLanes)));
+            }
+            pdrop = pz;
           }
-        const float* pdrop = st;  // P Z: the weights the forward multiplied V by
-        if (dropout) {
-          dropout_row_keys(p, bh, i0, keys);
-          for (int64_t j = 0; j < nj; ++j) {
-            detail::dropout_factors(keys, uint64_t(j0 + j), threshold, keep_scale, z + j * kBr, int(kBr));
-            for (int u = 0; u < kVecs; ++u)
-              store(pz + j * kBr + u * kLanes, mul(load(st + j * kBr + u * kLanes), load(z + j * kBr + u * kLanes)));
-          }
-          pdrop = pz;
+          // O = (P Z) V  =>  dV_j [nj, Dvp] += (P Z)^T dO_i
+          tile_gemm(nj, Dvp, ni, pdrop, kBr, 1, dor + i0 * Dvp, Dvp, dvj, Dvp, true);
+          // dP^T [nj, kBr] = V_j dO_i^T
+          tile_gemm(nj, kBr, Dv, vj, Dv, 1, dot_all + qb * Dv * kBr, kBr, ds, kBr, false);
+          // P = softmax(S)  =>  dS = P (dP Z - delta), delta_i = sum_j P_ij Z_ij dP_ij = dO_i . O_i
+          for (int64_t j = 0; j < nj; ++j)
+            for (int u = 0; u < kVecs; ++u) {
+              float* gp = ds + j * kBr + u * kLanes;
+              vf dp = load(gp);
+              if (dropout) dp = mul(dp, load(z + j * kBr + u * kLanes));
+              store(gp, mul(load(st + j * kBr + u * kLanes), sub(dp, dlv[u])));
+            }
+          // S = scale Q K^T  =>  dK_j [nj, Dp] += dS^T (scale Q_i)
+          tile_gemm(nj, Dp, ni, ds, kBr, 1, qs + i0 * Dp, Dp, dkj, Dp, true);
+          //                  and dQ_i^T [D, kBr] += K_j^T dS^T  (times scale when written out)
+          tile_gemm(D, kBr, nj, kj, 1, D, ds, kBr, dqt_all + qb * D * kBr, kBr, true);
         }
-        // O = (P Z) V  =>  dV_j [nj, Dvp] += (P Z)^T dO_i
-        tile_gemm(nj, Dvp, ni, pdrop, kBr, 1, dor + i0 * Dvp, Dvp, dvacc, Dvp, true);
-        // dP^T [nj, kBr] = V_j dO_i^T
-        tile_gemm(nj, kBr, Dv, vj, Dv, 1, dot_all + qb * Dv * kBr, kBr, ds, kBr, false);
-        // P = softmax(S)  =>  dS = P (dP Z - delta), delta_i = sum_j P_ij Z_ij dP_ij = dO_i . O_i
-        for (int64_t j = 0; j < nj; ++j)
-          for (int u = 0; u < kVecs; ++u) {
-            float* g = ds + j * kBr + u * kLanes;
-            vf dp = load(g);
-            if (dropout) dp = mul(dp, load(z + j * kBr + u * kLanes));
-            store(g, mul(load(st + j * kBr + u * kLanes), sub(dp, dlv[u])));
-          }
-        // S = scale Q K^T  =>  dK_j [nj, Dp] += dS^T (scale Q_i)
-        tile_gemm(nj, Dp, ni, ds, kBr, 1, qs + i0 * Dp, Dp, dkacc, Dp, true);
-        //                  and dQ_i^T [D, kBr] += K_j^T dS^T  (times scale when written out)
-        tile_gemm(D, kBr, nj, kj, 1, D, ds, kBr, dqt_all + qb * D * kBr, kBr, true);
       }
-      float* dkj = dk + (bh * Lk + j0) * D;
-      float* dvj = dv + (bh * Lk + j0) * Dv;
-      for (int64_t j = 0; j < nj; ++j) {
-        std::copy(dkacc + j * Dp, dkacc + j * Dp + D, dkj + j * D);
-        std::copy(dvacc + j * Dvp, dvacc + j * Dvp + Dv, dvj + j * Dv);
+      for (int64_t g = 0; g < ng; ++g) {
+        const int64_t j0 = (kg + g) * kBc, nj = std::min(kBc, klen - j0);
+        float* dkj = dk + (bh * Lk + j0) * D;
+        float* dvj = dv + (bh * Lk + j0) * Dv;
+        const float* ka = dkacc + g * kBc * Dp;
+        const float* va = dvacc + g * kBc * Dvp;
+        for (int64_t j = 0; j < nj; ++j) {
+          std::copy(ka + j * Dp, ka + j * Dp + D, dkj + j * D);
+          std::copy(va + j * Dvp, va + j * Dvp + Dv, dvj + j * Dv);
+        }
       }
     }
     if (c == chunks - 1 && klen < Lk) {  // keys past the length: no gradient
