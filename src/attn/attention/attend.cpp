@@ -38,6 +38,8 @@ Tensor predictive_window(const Tensor& pos, int64_t Lk, int64_t half_width) {
 }
 
 Tensor combine(const Tensor& a, const Tensor& b) { return a.defined() ? kernels::mul(a, b) : b; }
+
+constexpr int64_t kFusedMinQueries = 16;  // Kernel::Auto: fewer queries than this stay materialised
 }  // namespace
 
 Tensor predicted_positions(const Tensor& q, const Tensor& Wp, const Tensor& vp, const Tensor& key_lengths, int64_t Lk) {
@@ -106,7 +108,11 @@ AttentionOutput attention(const Tensor& q, const Tensor& k, const Tensor& v, con
   if (opt.kernel == Kernel::Fused && !can_fuse)
     throw std::invalid_argument(
         "attention: Kernel::Fused needs a Dot, ScaledDot or General score, a global window and need_weights = false");
-  if (can_fuse && opt.kernel != Kernel::Materialized) {
+  // Auto keeps short query blocks (decoding one step at a time) on the
+  // materialising path: the kernel's 64 query lanes would be mostly idle and the
+  // [Lq, Lk] matrix is small anyway.
+  const bool use_fused = opt.kernel == Kernel::Fused || (opt.kernel == Kernel::Auto && q.size(2) >= kFusedMinQueries);
+  if (can_fuse && use_fused) {
     FusedOptions f;
     f.mask = opt.mask;
     Tensor qf = q;

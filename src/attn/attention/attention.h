@@ -97,7 +97,8 @@ Tensor predicted_positions(const Tensor& q, const Tensor& Wp, const Tensor& vp, 
 
 // ---- options and result ----
 enum class Kernel {
-  Auto,          // fused when the score is Dot/ScaledDot/General, the window global and no weights requested
+  Auto,          // fused when the score is Dot/ScaledDot/General, the window global, no weights requested
+                 // and Lq >= 16 (a decoder step with a few queries is cheaper materialised)
   Fused,         // require the fused kernel (throws when the call needs weights or another score)
   Materialized,  // always scores -> softmax -> weights @ v
 };
