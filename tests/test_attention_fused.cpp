@@ -121,6 +121,34 @@ INSTANTIATE_TEST_SUITE_P(Table, FusedVsMaterialized, ::testing::ValuesIn(kCases)
                            return s;
                          });
 
+// Dot and General scores run through the fused kernel too (General as (q W) . k):
+// same context and gradients (W included) as their materialised path.
+TEST(FusedAttention, DotAndGeneralScoresMatchMaterialized) {
+  Rng rng(8);
+  Tensor q = randn({2, 2, 37, 6}, rng), k = randn({2, 2, 70, 5}, rng), v = randn({2, 2, 70, 4}, rng);
+  Tensor W = randn({6, 5}, rng, 0.4f), seed = randn({2, 2, 37, 4}, rng);
+  Tensor k6 = randn({2, 2, 70, 6}, rng);
+  for (int general = 0; general < 2; ++general) {
+    SCOPED_TRACE(general ? "general" : "dot");
+    std::vector<Tensor> grads[2];
+    Tensor outs[2];
+    for (int m = 0; m < 2; ++m) {
+      Tensor qq = q.clone().set_requires_grad(), kk = (general ? k : k6).clone().set_requires_grad(),
+             vv = v.clone().set_requires_grad(), ww = W.clone().set_requires_grad();
+      AttentionOptions o;
+      o.kernel = m ? Kernel::Materialized : Kernel::Fused;
+      o.mask.causal = true;
+      o.mask.key_lengths = Tensor::from({70.0f, 20.0f}, {2});
+      Score s = general ? Score(General{ww}) : Score(Dot{});
+      outs[m] = attention::attention(qq, kk, vv, s, o).context;
+      backward(outs[m], seed);
+      grads[m] = {grad_or_zero(qq), grad_or_zero(kk), grad_or_zero(vv), grad_or_zero(ww)};
+    }
+    EXPECT_NEAR_REF(outs[0], outs[1], 2e-3, "context");
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR_REF(grads[0][i], grads[1][i], 2e-3, "gradient " + std::to_string(i));
+  }
+}
+
 // A row that sees no key: zeros out, zero gradients, no NaN anywhere.
 TEST(FusedAttention, FullyMaskedRowsGiveZerosAndZeroGradients) {
   Rng rng(5);

@@ -25,8 +25,8 @@ TEST(AttentionProperties, SelfAttentionIsPermutationEquivariant) {
                                Additive{randn({A, D}, rng), randn({A, D}, rng), randn({A}, rng), Tensor()},
                                Concat{randn({A, 2 * D}, rng), randn({A}, rng)}};
   for (size_t s = 0; s < scores.size(); ++s)
-    for (Kernel kern : {Kernel::Auto, Kernel::Materialized}) {
-      SCOPED_TRACE("score " + std::to_string(s) + (kern == Kernel::Auto ? " auto" : " materialized"));
+    for (Kernel kern : {s < 3 ? Kernel::Fused : Kernel::Auto, Kernel::Materialized}) {
+      SCOPED_TRACE("score " + std::to_string(s) + (kern == Kernel::Materialized ? " materialized" : " fused/auto"));
       AttentionOptions o;
       o.kernel = kern;
       auto self = [&](const Tensor& in) {

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "attn/nn/additive_attention.h"
 #include "attn/nn/multihead.h"
 #include "oracle.h"
 
@@ -36,7 +37,9 @@ TEST_P(MultiHeadOracle, MatchesTorch) {
   EXPECT_CLOSE(o.weights, f.get("weights"), 1e-4, "weights");
   {  // the fused path (no weights) gives the same output
     NoGradGuard ng;
+    mha.options.kernel = attention::Kernel::Fused;
     EXPECT_CLOSE(mha.forward(query, key, value, mask, false).context, f.get("output"), 1e-4, "fused output");
+    mha.options.kernel = attention::Kernel::Auto;
   }
   backward(add(sum_all(mul(o.context, f.get("r_y"))), sum_all(mul(o.weights, f.get("r_w")))));
   EXPECT_CLOSE(query.grad(), f.get("g_query"), 1e-3, "g_query");
@@ -87,6 +90,52 @@ TEST(PositionalEncoding, BreaksPermutationEquivariance) {
   };
   EXPECT_LT(max_rel_diff(run(xs, false), permuted(run(x, false))), 1e-5);
   EXPECT_GT(max_rel_diff(run(xs, true), permuted(run(x, true))), 1e-2);
+}
+
+}  // namespace
+}  // namespace attn::testing
+
+namespace attn::testing {
+namespace {
+
+// The fused decoder step and the composed additive score path (scores ->
+// masked softmax -> weights @ v, all generic ops) are independent
+// implementations of the same function: equal context, weights and gradients.
+TEST(AdditiveAttention, FusedStepMatchesComposedScores) {
+  Rng rng(6);
+  const int64_t B = 3, Lk = 9, Qd = 7, Kd = 5, A = 20;
+  nn::AdditiveAttention att(Qd, Kd, A, rng);
+  Tensor s0 = randn({B, Qd}, rng), h0 = randn({B, Lk, Kd}, rng);
+  Tensor lengths = Tensor::from({9.0f, 4.0f, 1.0f}, {3});
+  Tensor rc = randn({B, Kd}, rng), rw = randn({B, Lk}, rng);
+  std::vector<Tensor> outs[2], grads[2];
+  for (int path = 0; path < 2; ++path) {
+    att.zero_grad();
+    Tensor s = s0.clone().set_requires_grad(), h = h0.clone().set_requires_grad();
+    Tensor ctx, w;
+    if (path == 0) {
+      attention::AdditiveStepOutput o = att.step(s, att.project_keys(h), h, lengths);
+      ctx = o.context, w = o.weights;
+    } else {  // one query per batch entry, H = 1
+      attention::AttentionOptions opt;
+      opt.need_weights = true;
+      opt.mask.key_lengths = lengths;
+      attention::Additive sc{att.query_proj_weight, att.key_proj_weight, att.v, Tensor()};
+      // the key bias enters through the query side: W1 s + (W2 h + b) = (W1 s + b) + W2 h
+      sc.bias = att.key_proj_bias;
+      attention::AttentionOutput o = attention::attention(reshape(s, {B, 1, 1, Qd}), reshape(h, {B, 1, Lk, Kd}),
+                                                          reshape(h, {B, 1, Lk, Kd}), sc, opt);
+      ctx = reshape(o.context, {B, Kd}), w = reshape(o.weights, {B, Lk});
+    }
+    backward(add(sum_all(mul(ctx, rc)), sum_all(mul(w, rw))));
+    outs[path] = {ctx, w};
+    grads[path] = {s.grad(), h.grad()};
+    for (auto& [name, p] : att.named_parameters()) grads[path].push_back(p.grad().clone());
+  }
+  EXPECT_CLOSE(outs[0][0], outs[1][0], 1e-5, "context");
+  EXPECT_CLOSE(outs[0][1], outs[1][1], 1e-5, "weights");
+  ASSERT_EQ(grads[0].size(), 6u);
+  for (size_t i = 0; i < grads[0].size(); ++i) EXPECT_CLOSE(grads[0][i], grads[1][i], 1e-4, "gradient " + std::to_string(i));
 }
 
 }  // namespace

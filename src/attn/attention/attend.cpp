@@ -38,6 +38,8 @@ Tensor predictive_window(const Tensor& pos, int64_t Lk, int64_t half_width) {
 }
 
 Tensor combine(const Tensor& a, const Tensor& b) { return a.defined() ? kernels::mul(a, b) : b; }
+
+constexpr int64_t kFusedMinQueries = 16;  // Kernel::Auto: fewer queries than this stay materialised
 }  // namespace
 
 Tensor predicted_positions(const Tensor& q, const Tensor& Wp, const Tensor& vp, const Tensor& key_lengths, int64_t Lk) {
@@ -99,19 +101,33 @@ AttentionOutput attention(const Tensor& q, const Tensor& k, const Tensor& v, con
   detail::check_qkv("attention", q, k, v, dotlike);
   detail::check_mask("attention", opt.mask, q.size(0), q.size(1), q.size(2), k.size(2));
   check_dropout("attention", opt);
-  const bool can_fuse = std::holds_alternative<ScaledDot>(score) && opt.local.window == Window::Global && !opt.need_weights;
+  // Dot, ScaledDot and General are all (q') . k with q' = q or q W and a scale:
+  // the fused kernel covers them when no weights are requested
+  const bool dot_family = dotlike || std::holds_alternative<General>(score);
+  const bool can_fuse = dot_family && opt.local.window == Window::Global && !opt.need_weights;
   if (opt.kernel == Kernel::Fused && !can_fuse)
-    throw std::invalid_argument("attention: Kernel::Fused needs a ScaledDot score, a global window and need_weights = false");
-  if (can_fuse && opt.kernel != Kernel::Materialized) {
+    throw std::invalid_argument(
+        "attention: Kernel::Fused needs a Dot, ScaledDot or General score, a global window and need_weights = false");
+  // Auto keeps short query blocks (decoding one step at a time) on the
+  // materialising path: the kernel's 64 query lanes would be mostly idle and the
+  // [Lq, Lk] matrix is small anyway.
+  const bool use_fused = opt.kernel == Kernel::Fused || (opt.kernel == Kernel::Auto && q.size(2) >= kFusedMinQueries);
+  if (can_fuse && use_fused) {
     FusedOptions f;
     f.mask = opt.mask;
-    const auto& s = std::get<ScaledDot>(score);
-    f.scale = s.scale ? *s.scale : 1.0f / std::sqrt(float(q.size(3)));
+    Tensor qf = q;
+    if (const auto* s = std::get_if<ScaledDot>(&score)) f.scale = s->scale ? *s->scale : 1.0f / std::sqrt(float(q.size(3)));
+    if (const auto* g = std::get_if<General>(&score)) {
+      if (!g->W.defined() || g->W.dim() != 2 || g->W.size(0) != q.size(3) || g->W.size(1) != k.size(3))
+        throw std::invalid_argument("attention: General W " + shp(g->W) + " for q " + shp(q) + " and k " + shp(k) +
+                                    " (expects W [D, Dk])");
+      qf = matmul(q, g->W);  // q^T W k = (q W) . k
+    }
     if (dropout_active(opt)) {
       f.dropout = opt.dropout;
       f.seed = opt.rng->next_u64();
     }
-    return {sdpa_fused(q, k, v, f), Tensor()};
+    return {sdpa_fused(qf, k, v, f), Tensor()};
   }
   Tensor positions;
   if (opt.local.window == Window::LocalPredictive)

@@ -21,9 +21,9 @@
 //   Additive   v^T tanh(W1 q + W2 k + b)    W1 [A, D], W2 [A, Dk], v [A], b [A] optional
 //   Concat     v^T tanh(Wa [q; k])          Wa [A, D + Dk], v [A]  (Luong's concat)
 //
-// Scaled dot product without returned weights runs the fused kernel (flash.h),
-// which never stores the [Lq, Lk] matrix; everything else runs the materialising
-// path (scores -> masked softmax -> dropout -> weights @ v).
+// Dot, ScaledDot and General (as (q W) . k) without returned weights run the
+// fused kernel (flash.h), which never stores the [Lq, Lk] matrix; everything else
+// runs the materialising path (scores -> masked softmax -> dropout -> weights @ v).
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -97,7 +97,8 @@ Tensor predicted_positions(const Tensor& q, const Tensor& Wp, const Tensor& vp, 
 
 // ---- options and result ----
 enum class Kernel {
-  Auto,          // fused when the score is ScaledDot, the window global and no weights are requested
+  Auto,          // fused when the score is Dot/ScaledDot/General, the window global, no weights requested
+                 // and Lq >= 16 (a decoder step with a few queries is cheaper materialised)
   Fused,         // require the fused kernel (throws when the call needs weights or another score)
   Materialized,  // always scores -> softmax -> weights @ v
 };

@@ -17,11 +17,11 @@ namespace {
 using namespace simd;
 using detail::tile_gemm;
 
-constexpr int64_t kBr = 64;            // queries per block: the lane axis of every tile
-#ifndef ATTN_FLASH_BC
-#define ATTN_FLASH_BC 64
-#endif
-constexpr int64_t kBc = ATTN_FLASH_BC;  // keys per block
+// Block sizes (measured: 64 x 64 is as fast as 64 x 128 or 128 x 64 for long
+// sequences and skips more causal work for short ones)
+constexpr int64_t kBr = 64;  // queries per block: the lane axis of every tile
+constexpr int64_t kBc = 64;  // keys per block
+constexpr int64_t kGroup = 4;  // backward: key blocks per pass over the queries
 constexpr int kVecs = int(kBr) / kLanes;  // vectors across one block of queries
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr int64_t kParallelWork = 1 << 18;  // multiply-adds below which one thread does it all
@@ -77,6 +77,48 @@ inline void prefetch_l2(const float* p, int64_t floats) {
   for (int64_t b = 0; b < floats * int64_t(sizeof(float)); b += 64) __builtin_prefetch(c + b, 0, 2);
 }
 
+// dst[r * dst_ld + c] = scale * src[c * src_ld + r] for r < rows, c < cols: the
+// transposes between row-major tensors and the query-lane layout. 8 x 8 blocks
+// go through registers (8 loads, 24 shuffles, 8 stores); a plain loop costs
+// ~4x more and showed in profiles at short lengths (L = 128).
+void transpose_scaled(const float* src, int64_t src_ld, float* dst, int64_t dst_ld, int64_t rows, int64_t cols,
+                      float scale) {
+  int64_t r8 = 0, c8 = 0;
+#if defined(__AVX2__)
+  r8 = rows / 8 * 8, c8 = cols / 8 * 8;
+  const __m256 vs = _mm256_set1_ps(scale);
+  for (int64_t c = 0; c < c8; c += 8)
+    for (int64_t r = 0; r < r8; r += 8) {
+      const float* s0 = src + c * src_ld + r;
+      __m256 a0 = _mm256_loadu_ps(s0), a1 = _mm256_loadu_ps(s0 + src_ld), a2 = _mm256_loadu_ps(s0 + 2 * src_ld),
+             a3 = _mm256_loadu_ps(s0 + 3 * src_ld), a4 = _mm256_loadu_ps(s0 + 4 * src_ld),
+             a5 = _mm256_loadu_ps(s0 + 5 * src_ld), a6 = _mm256_loadu_ps(s0 + 6 * src_ld),
+             a7 = _mm256_loadu_ps(s0 + 7 * src_ld);
+      __m256 t0 = _mm256_unpacklo_ps(a0, a1), t1 = _mm256_unpackhi_ps(a0, a1), t2 = _mm256_unpacklo_ps(a2, a3),
+             t3 = _mm256_unpackhi_ps(a2, a3), t4 = _mm256_unpacklo_ps(a4, a5), t5 = _mm256_unpackhi_ps(a4, a5),
+             t6 = _mm256_unpacklo_ps(a6, a7), t7 = _mm256_unpackhi_ps(a6, a7);
+      __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
+             u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
+             u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
+             u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+      float* d0 = dst + r * dst_ld + c;
+      _mm256_storeu_ps(d0, _mm256_mul_ps(_mm256_permute2f128_ps(u0, u4, 0x20), vs));
+      _mm256_storeu_ps(d0 + dst_ld, _mm256_mul_ps(_mm256_permute2f128_ps(u1, u5, 0x20), vs));
+      _mm256_storeu_ps(d0 + 2 * dst_ld, _mm256_mul_ps(_mm256_permute2f128_ps(u2, u6, 0x20), vs));
+      _mm256_storeu_ps(d0 + 3 * dst_ld, _mm256_mul_ps(_mm256_permute2f128_ps(u3, u7, 0x20), vs));
+      _mm256_storeu_ps(d0 + 4 * dst_ld, _mm256_mul_ps(_mm256_permute2f128_ps(u0, u4, 0x31), vs));
+      _mm256_storeu_ps(d0 + 5 * dst_ld, _mm256_mul_ps(_mm256_permute2f128_ps(u1, u5, 0x31), vs));
+      _mm256_storeu_ps(d0 + 6 * dst_ld, _mm256_mul_ps(_mm256_permute2f128_ps(u2, u6, 0x31), vs));
+      _mm256_storeu_ps(d0 + 7 * dst_ld, _mm256_mul_ps(_mm256_permute2f128_ps(u3, u7, 0x31), vs));
+    }
+#endif
+  // the ragged edges: rows past the last full 8 (all columns), columns past it (full rows)
+  for (int64_t r = r8; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) dst[r * dst_ld + c] = scale * src[c * src_ld + r];
+  for (int64_t r = 0; r < r8; ++r)
+    for (int64_t c = c8; c < cols; ++c) dst[r * dst_ld + c] = scale * src[c * src_ld + r];
+}
+
 // Scratch floats per thread, carved out of one pooled tensor before the parallel region.
 struct Scratch {
   Tensor buf;
@@ -116,11 +158,9 @@ void forward(const Problem& p, float* out, float* lse) {
     if (p.causal) kend = std::min(kend, i0 + ni);
 
     // Qt[d][lane] = scale * q[i0 + lane][d], zero past the last query
-    for (int64_t d = 0; d < D; ++d) {
-      float* row = qt + d * kBr;
-      for (int64_t l = 0; l < ni; ++l) row[l] = p.scale * q[l * D + d];
-      for (int64_t l = ni; l < kBr; ++l) row[l] = 0.0f;
-    }
+    transpose_scaled(q, D, qt, kBr, D, ni, p.scale);
+    if (ni < kBr)
+      for (int64_t d = 0; d < D; ++d) std::fill(qt + d * kBr + ni, qt + (d + 1) * kBr, 0.0f);
     std::fill(ot, ot + Dv * kBr, 0.0f);
     std::fill(mrow, mrow + kBr, -kInf);
     std::fill(lrow, lrow + kBr, 0.0f);
@@ -172,14 +212,17 @@ void forward(const Problem& p, float* out, float* lse) {
       tile_gemm(Dv, kBr, nj, v + j0 * Dv, 1, Dv, st, kBr, ot, kBr, true);
     }
 
-    float* o = out + (bh * Lq + i0) * Dv;
+    // O = O^T / l (rows that saw no key: 0), written back row-major
     float* ls = lse + bh * Lq + i0;
-    for (int64_t l = 0; l < ni; ++l) {
+    for (int64_t l = 0; l < kBr; ++l) {
       const float sum = lrow[l];
-      const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-      for (int64_t dv = 0; dv < Dv; ++dv) o[l * Dv + dv] = ot[dv * kBr + l] * inv;
-      ls[l] = sum > 0.0f ? mrow[l] + std::log(sum) : kInf;
+      if (l < ni) ls[l] = sum > 0.0f ? mrow[l] + std::log(sum) : kInf;
+      lrow[l] = sum > 0.0f ? 1.0f / sum : 0.0f;
     }
+    for (int64_t dv = 0; dv < Dv; ++dv)
+      for (int u = 0; u < kVecs; ++u)
+        store(ot + dv * kBr + u * kLanes, mul(load(ot + dv * kBr + u * kLanes), load(lrow + u * kLanes)));
+    transpose_scaled(ot, kBr, out + (bh * Lq + i0) * Dv, Dv, ni, Dv, 1.0f);
   }
 }
 
@@ -200,8 +243,8 @@ void backward(const Problem& p, const float* out, const float* dout, const float
 
   // per thread: Qt, dOt, dQt blocks [nqb][D or Dv][kBr]; scaled Q rows [Lqp, Dp];
   // dO rows [Lqp, Dvp]; lse, delta [Lqp]; St, P*Z, dP/dS, Z [kBc, kBr]; dK, dV
-  // accumulators [kBc, Dp / Dvp]; dropout factors [kBr]
-  Scratch scratch(Lqp * (2 * D + Dv + Dp + Dvp + 2) + 4 * kBc * kBr + kBc * (Dp + Dvp) + kBr);
+  // accumulators [kGroup * kBc, Dp / Dvp]; dropout factors [kBr]
+  Scratch scratch(Lqp * (2 * D + Dv + Dp + Dvp + 2) + 4 * kBc * kBr + kGroup * kBc * (Dp + Dvp) + kBr);
   Tensor partial = chunks > 1 ? Tensor::empty({n_items, Lq * D}) : Tensor();
 
 #pragma omp parallel for schedule(dynamic) if (parallel)
@@ -218,7 +261,7 @@ void backward(const Problem& p, const float* out, const float* dout, const float
     float* ds = pz + kBc * kBr;
     float* z = ds + kBc * kBr;
     float* dkacc = z + kBc * kBr;
-    float* dvacc = dkacc + kBc * Dp;
+    float* dvacc = dkacc + kGroup * kBc * Dp;
     uint32_t keys[kBr];
 
     const int64_t bh = it / chunks, c = it % chunks, b = bh / p.H, h = bh % p.H;
@@ -235,15 +278,12 @@ void backward(const Problem& p, const float* out, const float* dout, const float
     // (+inf on padding lanes: P = 0 there) and delta_i = dO_i . O_i
     for (int64_t blk = 0; blk < nqb; ++blk) {
       const int64_t i0 = blk * kBr, ni = std::min(kBr, Lq - i0);
-      for (int64_t d = 0; d < D; ++d) {
-        float* row = qt_all + (blk * D + d) * kBr;
-        for (int64_t l = 0; l < ni; ++l) row[l] = p.scale * q[(i0 + l) * D + d];
-        std::fill(row + ni, row + kBr, 0.0f);
-      }
-      for (int64_t d = 0; d < Dv; ++d) {
-        float* row = dot_all + (blk * Dv + d) * kBr;
-        for (int64_t l = 0; l < ni; ++l) row[l] = dO[(i0 + l) * Dv + d];
-        std::fill(row + ni, row + kBr, 0.0f);
+      transpose_scaled(q + i0 * D, D, qt_all + blk * D * kBr, kBr, D, ni, p.scale);
+      transpose_scaled(dO + i0 * Dv, Dv, dot_all + blk * Dv * kBr, kBr, Dv, ni, 1.0f);
+      if (ni < kBr) {
+        for (int64_t d = 0; d < D; ++d) std::fill(qt_all + (blk * D + d) * kBr + ni, qt_all + (blk * D + d + 1) * kBr, 0.0f);
+        for (int64_t d = 0; d < Dv; ++d)
+          std::fill(dot_all + (blk * Dv + d) * kBr + ni, dot_all + (blk * Dv + d + 1) * kBr, 0.0f);
       }
     }
     std::fill(dqt_all, dqt_all + Lqp * D, 0.0f);
@@ -270,13 +310,14 @@ void backward(const Problem& p, const float* out, const float* dout, const float
     std::fill(lse_p + Lq, lse_p + Lqp, kInf);
     std::fill(delta + Lq, delta + Lqp, 0.0f);
 
-    for (int64_t kb = kb_begin; kb < kb_end; ++kb) {
-      const int64_t j0 = kb * kBc, nj = std::min(kBc, klen - j0);
-      const float* kj = k + j0 * D;
-      const float* vj = v + j0 * Dv;
-      std::fill(dkacc, dkacc + nj * Dp, 0.0f);
-      std::fill(dvacc, dvacc + nj * Dvp, 0.0f);
-      for (int64_t qb = p.causal ? j0 / kBr : 0; qb < nqb; ++qb) {
+    // Key blocks go in groups of kGroup per pass over the query blocks, so the
+    // packed query data (80 KiB per block of 64 queries) is read from L3 once
+    // per kGroup key blocks; the group's dK, dV accumulators stay in L2.
+    for (int64_t kg = kb_begin; kg < kb_end; kg += kGroup) {
+      const int64_t ng = std::min(kGroup, kb_end - kg);
+      std::fill(dkacc, dkacc + ng * kBc * Dp, 0.0f);
+      std::fill(dvacc, dvacc + ng * kBc * Dvp, 0.0f);
+      for (int64_t qb = p.causal ? kg * kBc / kBr : 0; qb < nqb; ++qb) {
         const int64_t i0 = qb * kBr, ni = std::min(kBr, Lq - i0);
         if (qb + 1 < nqb) {  // the next query block's packed operands
           prefetch_l2(qt_all + (qb + 1) * D * kBr, D * kBr);
@@ -285,51 +326,64 @@ void backward(const Problem& p, const float* out, const float* dout, const float
           prefetch_l2(qs + (i0 + kBr) * Dp, std::min(kBr, Lq - i0 - kBr) * Dp);
           prefetch_l2(dor + (i0 + kBr) * Dvp, std::min(kBr, Lq - i0 - kBr) * Dvp);
         }
-        // S^T = K_j Qt (scaled), P^T = exp(S^T - lse), hidden keys 0
-        tile_gemm(nj, kBr, D, kj, D, 1, qt_all + qb * D * kBr, kBr, st, kBr, false);
-        mask_scores(p, b, h, i0, ni, j0, nj, st);
         vf lsev[kVecs], dlv[kVecs];
         for (int u = 0; u < kVecs; ++u) {
           lsev[u] = load(lse_p + i0 + u * kLanes);
           dlv[u] = load(delta + i0 + u * kLanes);
         }
-        for (int64_t j = 0; j < nj; ++j)
-          for (int u = 0; u < kVecs; ++u) {
-            float* s = st + j * kBr + u * kLanes;
-            store(s, exp(sub(load(s), lsev[u])));
+        if (dropout) dropout_row_keys(p, bh, i0, keys);
+        for (int64_t g = 0; g < ng; ++g) {
+          const int64_t j0 = (kg + g) * kBc, nj = std::min(kBc, klen - j0);
+          if (p.causal && i0 + ni - 1 < j0) continue;  // every query of the block precedes every key
+          const float* kj = k + j0 * D;
+          const float* vj = v + j0 * Dv;
+          float* dkj = dkacc + g * kBc * Dp;
+          float* dvj = dvacc + g * kBc * Dvp;
+          // S^T = K_j Qt (scaled), P^T = exp(S^T - lse), hidden keys 0
+          tile_gemm(nj, kBr, D, kj, D, 1, qt_all + qb * D * kBr, kBr, st, kBr, false);
+          mask_scores(p, b, h, i0, ni, j0, nj, st);
+          for (int64_t j = 0; j < nj; ++j)
+            for (int u = 0; u < kVecs; ++u) {
+              float* s = st + j * kBr + u * kLanes;
+              store(s, exp(sub(load(s), lsev[u])));
+            }
+          const float* pdrop = st;  // P Z: the weights the forward multiplied V by
+          if (dropout) {
+            for (int64_t j = 0; j < nj; ++j) {
+              detail::dropout_factors(keys, uint64_t(j0 + j), threshold, keep_scale, z + j * kBr, int(kBr));
+              for (int u = 0; u < kVecs; ++u)
+                store(pz + j * kBr + u * kLanes, mul(load(st + j * kBr + u * kLanes), load(z + j * kBr + u * kLanes)));
+            }
+            pdrop = pz;
           }
-        const float* pdrop = st;  // P Z: the weights the forward multiplied V by
-        if (dropout) {
-          dropout_row_keys(p, bh, i0, keys);
-          for (int64_t j = 0; j < nj; ++j) {
-            detail::dropout_factors(keys, uint64_t(j0 + j), threshold, keep_scale, z + j * kBr, int(kBr));
-            for (int u = 0; u < kVecs; ++u)
-              store(pz + j * kBr + u * kLanes, mul(load(st + j * kBr + u * kLanes), load(z + j * kBr + u * kLanes)));
-          }
-          pdrop = pz;
+          // O = (P Z) V  =>  dV_j [nj, Dvp] += (P Z)^T dO_i
+          tile_gemm(nj, Dvp, ni, pdrop, kBr, 1, dor + i0 * Dvp, Dvp, dvj, Dvp, true);
+          // dP^T [nj, kBr] = V_j dO_i^T
+          tile_gemm(nj, kBr, Dv, vj, Dv, 1, dot_all + qb * Dv * kBr, kBr, ds, kBr, false);
+          // P = softmax(S)  =>  dS = P (dP Z - delta), delta_i = sum_j P_ij Z_ij dP_ij = dO_i . O_i
+          for (int64_t j = 0; j < nj; ++j)
+            for (int u = 0; u < kVecs; ++u) {
+              float* gp = ds + j * kBr + u * kLanes;
+              vf dp = load(gp);
+              if (dropout) dp = mul(dp, load(z + j * kBr + u * kLanes));
+              store(gp, mul(load(st + j * kBr + u * kLanes), sub(dp, dlv[u])));
+            }
+          // S = scale Q K^T  =>  dK_j [nj, Dp] += dS^T (scale Q_i)
+          tile_gemm(nj, Dp, ni, ds, kBr, 1, qs + i0 * Dp, Dp, dkj, Dp, true);
+          //                  and dQ_i^T [D, kBr] += K_j^T dS^T  (times scale when written out)
+          tile_gemm(D, kBr, nj, kj, 1, D, ds, kBr, dqt_all + qb * D * kBr, kBr, true);
         }
-        // O = (P Z) V  =>  dV_j [nj, Dvp] += (P Z)^T dO_i
-        tile_gemm(nj, Dvp, ni, pdrop, kBr, 1, dor + i0 * Dvp, Dvp, dvacc, Dvp, true);
-        // dP^T [nj, kBr] = V_j dO_i^T
-        tile_gemm(nj, kBr, Dv, vj, Dv, 1, dot_all + qb * Dv * kBr, kBr, ds, kBr, false);
-        // P = softmax(S)  =>  dS = P (dP Z - delta), delta_i = sum_j P_ij Z_ij dP_ij = dO_i . O_i
-        for (int64_t j = 0; j < nj; ++j)
-          for (int u = 0; u < kVecs; ++u) {
-            float* g = ds + j * kBr + u * kLanes;
-            vf dp = load(g);
-            if (dropout) dp = mul(dp, load(z + j * kBr + u * kLanes));
-            store(g, mul(load(st + j * kBr + u * kLanes), sub(dp, dlv[u])));
-          }
-        // S = scale Q K^T  =>  dK_j [nj, Dp] += dS^T (scale Q_i)
-        tile_gemm(nj, Dp, ni, ds, kBr, 1, qs + i0 * Dp, Dp, dkacc, Dp, true);
-        //                  and dQ_i^T [D, kBr] += K_j^T dS^T  (times scale when written out)
-        tile_gemm(D, kBr, nj, kj, 1, D, ds, kBr, dqt_all + qb * D * kBr, kBr, true);
       }
-      float* dkj = dk + (bh * Lk + j0) * D;
-      float* dvj = dv + (bh * Lk + j0) * Dv;
-      for (int64_t j = 0; j < nj; ++j) {
-        std::copy(dkacc + j * Dp, dkacc + j * Dp + D, dkj + j * D);
-        std::copy(dvacc + j * Dvp, dvacc + j * Dvp + Dv, dvj + j * Dv);
+      for (int64_t g = 0; g < ng; ++g) {
+        const int64_t j0 = (kg + g) * kBc, nj = std::min(kBc, klen - j0);
+        float* dkj = dk + (bh * Lk + j0) * D;
+        float* dvj = dv + (bh * Lk + j0) * Dv;
+        const float* ka = dkacc + g * kBc * Dp;
+        const float* va = dvacc + g * kBc * Dvp;
+        for (int64_t j = 0; j < nj; ++j) {
+          std::copy(ka + j * Dp, ka + j * Dp + D, dkj + j * D);
+          std::copy(va + j * Dvp, va + j * Dvp + Dv, dvj + j * Dv);
+        }
       }
     }
     if (c == chunks - 1 && klen < Lk) {  // keys past the length: no gradient
@@ -339,10 +393,7 @@ void backward(const Problem& p, const float* out, const float* dout, const float
     float* dst = chunks > 1 ? partial.data() + it * Lq * D : dq + bh * Lq * D;
     for (int64_t blk = 0; blk < nqb; ++blk) {
       const int64_t i0 = blk * kBr, ni = std::min(kBr, Lq - i0);
-      for (int64_t d = 0; d < D; ++d) {
-        const float* row = dqt_all + (blk * D + d) * kBr;
-        for (int64_t l = 0; l < ni; ++l) dst[(i0 + l) * D + d] = p.scale * row[l];
-      }
+      transpose_scaled(dqt_all + blk * D * kBr, kBr, dst + i0 * D, D, ni, D, p.scale);
     }
   }
 

@@ -40,6 +40,7 @@ attention::AttentionOutput MultiHeadAttention::forward(const Tensor& query, cons
   o.training = is_training();
   o.rng = rng_;
   o.need_weights = need_weights;
+  o.kernel = need_weights ? attention::Kernel::Materialized : options.kernel;
   attention::AttentionOutput a = attention::scaled_dot_product_attention(q, k, v, o);
   // [B, H, Lq, hd] -> [B, Lq, H, hd] -> [B, Lq, E] -> W_O
   Tensor concat_heads = reshape(permute(a.context, {0, 2, 1, 3}), {B, Lq, E});

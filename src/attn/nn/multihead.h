@@ -16,8 +16,10 @@ struct MultiHeadAttentionOptions {
   int64_t num_heads;     // H (required)
   float dropout = 0.0f;  // attention dropout on the weights, training mode only
   bool bias = true;      // biases on the input and output projections
+  attention::Kernel kernel = attention::Kernel::Auto;  // SDPA path when no weights are requested
   MultiHeadAttentionOptions& set_dropout(float p) { dropout = p; return *this; }
   MultiHeadAttentionOptions& set_bias(bool b) { bias = b; return *this; }
+  MultiHeadAttentionOptions& set_kernel(attention::Kernel k) { kernel = k; return *this; }
 };
 
 // MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W_O,
@@ -32,7 +34,7 @@ public:
 
   // query [B, Lq, E], key [B, Lk, E], value [B, Lk, E] -> context [B, Lq, E] and,
   // when need_weights, the per-head weights [B, H, Lq, Lk] (not averaged over heads).
-  // Without weights the heads run through the fused kernel.
+  // Without weights the heads run through the fused kernel (options.kernel).
   attention::AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                      const attention::Mask& mask = {}, bool need_weights = false) const;
 
