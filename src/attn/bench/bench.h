@@ -15,6 +15,7 @@ struct BenchOptions {
   bool run_peers = true;    // also run the PyTorch peer scripts
   std::string python = "/usr/bin/python3";  // interpreter that has python3-torch
   std::string peer_dir;     // folder of the peer scripts (bench/peers)
+  bool large = false;       // also the long shapes (attention: L=4096 and L=16384; minutes)
 };
 
 // Median wall time of `fn` in milliseconds over opt.repeats calls after `warmup` calls.
@@ -31,5 +32,6 @@ std::vector<nlohmann::json> run_peer(const BenchOptions& opt, const std::string&
 // The suites.
 void bench_gemm(const BenchOptions& opt);   // sgemm GFLOP/s at n = 1024, 2048: the machine's ceiling
 void bench_gru(const BenchOptions& opt);    // GRU layer fwd+bwd, batch 64, hidden 512, len 30, vs torch
+void bench_attention(const BenchOptions& opt);  // SDPA fused/naive, MHA, additive step, vs torch
 
 }  // namespace attn::bench
