@@ -5,6 +5,12 @@
 //
 // bench_gru() is self-contained so that `attn bench` can take it over; main()
 // only parses flags and prints the JSON line.
+//
+// Compare like with like: the torch peer runs with OMP_WAIT_POLICY=passive
+// (shared/PEERS.md), and so should this program. libgomp reads the policy at
+// load time, so it cannot be set from here; on a machine shared with other
+// jobs the default (spinning) policy costs this program up to 2x, because a
+// spinning idle worker takes the CPU its partner thread needs.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
