@@ -121,8 +121,8 @@ AdditiveStepOutput additive_step(const Tensor& query, const Tensor& keys_proj, c
   autograd::record(
       "additive_step", {query, keys_proj, values, W1, v}, {&out.context, &out.weights},
       [query = query.detach(), kp = keys_proj.detach(), values = values.detach(), W1 = W1.detach(), v = v.detach(),
-       lengths = key_lengths.defined() ? key_lengths.detach() : Tensor(), qp, w = w.detach(), B, Qd, Lk, A,
-       Dv](const std::vector<Tensor>& d) -> std::vector<Tensor> {
+       lengths = key_lengths.defined() ? key_lengths.detach() : Tensor(), qp, w = w.detach(), B, Qd, Lk, A, Dv,
+       gq = query.requires_grad(), gw1 = W1.requires_grad()](const std::vector<Tensor>& d) -> std::vector<Tensor> {
         const float *pkp = kp.data(), *pval = values.data(), *pv = v.data(), *pqp = qp.data(), *pw = w.data();
         const float* plen = lengths.defined() ? lengths.data() : nullptr;
         const float* dctx = d[0].defined() ? d[0].data() : nullptr;  // [B, Dv]
@@ -168,9 +168,15 @@ AdditiveStepOutput additive_step(const Tensor& query, const Tensor& keys_proj, c
           }
         }
         // qp = query W1^T  =>  dquery = dqp W1,  dW1 = dqp^T query;  dv = sum_b rows
-        Tensor dquery = Tensor::empty(query.shape()), dW1 = Tensor::empty(W1.shape());
-        kernels::gemm(false, false, B, Qd, A, 1.0f, pdqp, A, W1.data(), Qd, 0.0f, dquery.data(), Qd);
-        kernels::gemm(true, false, A, Qd, B, 1.0f, pdqp, A, query.data(), Qd, 0.0f, dW1.data(), Qd);
+        Tensor dquery, dW1;
+        if (gq) {
+          dquery = Tensor::empty(query.shape());
+          kernels::gemm(false, false, B, Qd, A, 1.0f, pdqp, A, W1.data(), Qd, 0.0f, dquery.data(), Qd);
+        }
+        if (gw1) {
+          dW1 = Tensor::empty(W1.shape());
+          kernels::gemm(true, false, A, Qd, B, 1.0f, pdqp, A, query.data(), Qd, 0.0f, dW1.data(), Qd);
+        }
         Tensor dv = kernels::sum_axis(dv_rows, 0, false);
         return {dquery, dkp, dval, dW1, dv};
       });
