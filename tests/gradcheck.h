@@ -32,7 +32,7 @@ struct GradcheckRegistrar {
 #define ATTN_GRADCHECK_CONCAT2(a, b) a##b
 #define ATTN_GRADCHECK_CONCAT(a, b) ATTN_GRADCHECK_CONCAT2(a, b)
 #define ATTN_GRADCHECK_CASE(...) \
-  static ::attn::testing::GradcheckRegistrar ATTN_GRADCHECK_CONCAT(gradcheck_case_, __COUNTER__)(::attn::testing::GradcheckCase __VA_ARGS__)
+  static ::attn::testing::GradcheckRegistrar ATTN_GRADCHECK_CONCAT(gradcheck_case_, __COUNTER__)(::attn::testing::GradcheckCase(__VA_ARGS__))
 
 // Largest violation found (<= 1 passes) and where; also verifies that a node
 // named `c.op` is on the tape of the case's output.

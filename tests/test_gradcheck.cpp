@@ -78,6 +78,11 @@ ATTN_GRADCHECK_CASE({"log_softmax", "masked last axis, one row fully masked", {{
 ATTN_GRADCHECK_CASE({"reshape", "", {{2, 6}}, [](const T& x) { return mul(reshape(x[0], {3, 4}), reshape(x[0], {3, 4})); }});
 ATTN_GRADCHECK_CASE({"permute", "4-D", {{2, 3, 4, 5}}, [](const T& x) { return permute(x[0], {2, 0, 3, 1}); }});
 ATTN_GRADCHECK_CASE({"concat", "axis 1", {{2, 3, 4}, {2, 2, 4}}, [](const T& x) { return concat({x[0], x[1]}, 1); }});
+ATTN_GRADCHECK_CASE({"slice", "split into three, recombined with weights", {{2, 7}},
+                     [](const T& x) {
+                       auto parts = split(x[0], 1, {2, 4, 1});
+                       return concat({affine(parts[2], 3.0f), parts[0], mul(parts[1], parts[1])}, 1);
+                     }});
 ATTN_GRADCHECK_CASE({"slice", "inner axis", {{3, 6, 2}}, [](const T& x) { return slice(x[0], 1, 2, 3); }});
 ATTN_GRADCHECK_CASE({"masked_fill", "with -inf, then softmax", {{3, 4}, {3, 4}},
                      [](const T& x) { return softmax(masked_fill(x[0], x[1], -std::numeric_limits<float>::infinity())); },

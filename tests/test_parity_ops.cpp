@@ -51,7 +51,10 @@ TEST(ParityTorch, MaskedSoftmaxAndLogSoftmax) {
     EXPECT_CLOSE(y, f.get("out"), 1e-5, "output");
     for (int64_t i = 0; i < y.numel(); ++i) ASSERT_TRUE(std::isfinite(y.data()[i])) << "non-finite output at " << i;
     backprop_projection(y, f);
-    EXPECT_CLOSE(x.grad(), f.get("grad.x"), 1e-5, "dx");
+    // dx = y (dy - sum(dy y)) cancels where dy is close to the row's weighted
+    // mean: there the float32 rounding of the forward's y (1e-7 relative)
+    // becomes up to ~3e-5 of the small result, against a float64 reference.
+    EXPECT_CLOSE(x.grad(), f.get("grad.x"), 1e-4, "dx");
   }
 }
 

@@ -1,6 +1,8 @@
 """PyTorch reference values for the engine's basic layers (forward and every
 gradient). Usage: ops.py OUT.safetensors CASE. Inputs are drawn here with a
-fixed seed and saved with the results, so the C++ side runs on exactly them.
+fixed seed, rounded to float32 and saved with the results, so the C++ side
+runs on exactly them; the reference itself is computed in float64, so the
+comparison measures our float32 error, not the sum of two.
 The loss is sum(out * R) for a saved random R (gradient seed = R)."""
 import sys
 
@@ -15,13 +17,13 @@ T = {}
 
 
 def leaf(name, t):
-    t = t.clone().requires_grad_(True)
+    t = t.float().double().requires_grad_(True)  # float32 values, float64 arithmetic
     T[name] = t
     return t
 
 
 def finish(y, names):
-    r = torch.randn_like(y)
+    r = torch.randn_like(y).float().double()
     (y * r).sum().backward()
     T["out"] = y
     T["R"] = r
@@ -31,7 +33,7 @@ def finish(y, names):
 
 if case == "linear":
     x = leaf("x", torch.randn(4, 7, 33))
-    lin = torch.nn.Linear(33, 65)
+    lin = torch.nn.Linear(33, 65)  # for torch's initialisation
     w, b = leaf("weight", lin.weight.data), leaf("bias", lin.bias.data)
     finish(torch.nn.functional.linear(x, w, b), ["x", "weight", "bias"])
 elif case == "embedding":

@@ -66,6 +66,9 @@ Tensor transpose(const Tensor& x, int axis0, int axis1);
 Tensor concat(const std::vector<Tensor>& xs, int axis);
 // x[..., start:start+length, ...] along axis
 Tensor slice(const Tensor& x, int axis, int64_t start, int64_t length);
+// Splits x along axis into pieces of the given sizes (summing to the axis size);
+// each piece is a differentiable slice.
+std::vector<Tensor> split(const Tensor& x, int axis, const std::vector<int64_t>& sizes);
 // Replaces elements where mask == 0 (mask broadcasts to x) by `value` (-inf allowed).
 Tensor masked_fill(const Tensor& x, const Tensor& mask, float value);
 

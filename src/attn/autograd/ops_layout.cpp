@@ -60,6 +60,22 @@ Tensor slice(const Tensor& x, int axis, int64_t start, int64_t length) {
   return out;
 }
 
+std::vector<Tensor> split(const Tensor& x, int axis, const std::vector<int64_t>& sizes) {
+  int a = x.shape().normalize_axis(axis);
+  int64_t total = 0;
+  for (int64_t s : sizes) total += s;
+  if (total != x.shape()[a])
+    throw std::invalid_argument("split: sizes sum to " + std::to_string(total) + ", axis " + std::to_string(a) +
+                                " of " + x.shape().str() + " has " + std::to_string(x.shape()[a]));
+  std::vector<Tensor> out;
+  int64_t start = 0;
+  for (int64_t s : sizes) {
+    out.push_back(slice(x, a, start, s));
+    start += s;
+  }
+  return out;
+}
+
 Tensor masked_fill(const Tensor& x, const Tensor& mask, float value) {
   Tensor out = kernels::masked_fill(x, mask, value);
   autograd::record("masked_fill", {x}, out, [mask = mask.detach()](const std::vector<Tensor>& d) -> std::vector<Tensor> {

@@ -48,39 +48,46 @@ Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) 
 #pragma omp parallel for if (x.numel() > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = px + r * n;
-    float mu = 0, var = 0;
+    double mu = 0, var = 0;  // double: the variance of a row with a large mean cancels
     for (int64_t i = 0; i < n; ++i) mu += xr[i];
-    mu /= float(n);
+    mu /= double(n);
     for (int64_t i = 0; i < n; ++i) var += (xr[i] - mu) * (xr[i] - mu);
-    var /= float(n);
-    float rs = 1.0f / std::sqrt(var + eps);
+    var /= double(n);
+    float rs = float(1.0 / std::sqrt(var + double(eps)));
     pr[r] = rs;
     for (int64_t i = 0; i < n; ++i) {
-      float h = (xr[i] - mu) * rs;
+      float h = float((xr[i] - mu) * rs);
       ph[r * n + i] = h;
       po[r * n + i] = h * pw[i] + pb[i];
     }
   }
   autograd::record("layer_norm", {x, w, b}, out,
                    [xhat, rstd, w = w.detach(), n, rows](const std::vector<Tensor>& d) -> std::vector<Tensor> {
-                     Tensor dx = Tensor::empty(xhat.shape()), dw = Tensor::zeros(w.shape()), db = Tensor::zeros(w.shape());
+                     Tensor dx = Tensor::empty(xhat.shape()), dw = Tensor::empty(w.shape()), db = Tensor::empty(w.shape());
                      const float *pd = d[0].data(), *ph = xhat.data(), *pr = rstd.data(), *pw = w.data();
-                     float *pdx = dx.data(), *pdw = dw.data(), *pdb = db.data();
+                     float* pdx = dx.data();
+                     // dw, db sum over all rows: accumulated in double
+                     std::vector<double> sdw(size_t(n), 0.0), sdb(size_t(n), 0.0);
                      for (int64_t r = 0; r < rows; ++r) {
                        const float *dr = pd + r * n, *hr = ph + r * n;
                        // y = xhat*w + b: dw += dy*xhat, db += dy, dxhat = dy*w
                        // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat*xhat))
-                       float m1 = 0, m2 = 0;
+                       double m1 = 0, m2 = 0;
                        for (int64_t i = 0; i < n; ++i) {
-                         float dh = dr[i] * pw[i];
+                         double dh = double(dr[i]) * pw[i];
                          m1 += dh;
                          m2 += dh * hr[i];
-                         pdw[i] += dr[i] * hr[i];
-                         pdb[i] += dr[i];
+                         sdw[size_t(i)] += double(dr[i]) * hr[i];
+                         sdb[size_t(i)] += dr[i];
                        }
-                       m1 /= float(n);
-                       m2 /= float(n);
-                       for (int64_t i = 0; i < n; ++i) pdx[r * n + i] = pr[r] * (dr[i] * pw[i] - m1 - hr[i] * m2);
+                       m1 /= double(n);
+                       m2 /= double(n);
+                       for (int64_t i = 0; i < n; ++i)
+                         pdx[r * n + i] = float(pr[r] * (double(dr[i]) * pw[i] - m1 - hr[i] * m2));
+                     }
+                     for (int64_t i = 0; i < n; ++i) {
+                       dw.data()[i] = float(sdw[size_t(i)]);
+                       db.data()[i] = float(sdb[size_t(i)]);
                      }
                      return {dx, dw, db};
                    });

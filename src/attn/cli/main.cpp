@@ -1,2 +1,21 @@
-#include <cstdio>
-int main() { std::puts("attn"); return 0; }
+// attn: the command. Thin: parses options and calls the layers.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "attn/cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"attn: attention models in C++ - train, run, and see the attention"};
+  app.require_subcommand(1);
+  attn::cli::add_demo_command(app);
+  attn::cli::add_bench_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::cerr << "attn: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -73,16 +73,20 @@ Tensor softmax_lastdim_backward(const Tensor& y, const Tensor& dy, const Tensor&
       for (int64_t i = 0; i < n; ++i) orow[i] = 0.0f;
       continue;
     }
-    float acc = 0;
+    // Row sums and the subtraction in double: dy - sum cancels when the row's
+    // gradient is nearly uniform, and float would keep only its rounding there.
+    double acc = 0;
     if (log) {
       // y = x - lse  =>  dx = dy - softmax * sum(dy)
       for (int64_t i = 0; i < n; ++i)
         if (!mr || mr[i] != 0.0f) acc += dr[i];
-      for (int64_t i = 0; i < n; ++i) orow[i] = (!mr || mr[i] != 0.0f) ? dr[i] - std::exp(yr[i]) * acc : 0.0f;
+      for (int64_t i = 0; i < n; ++i)
+        orow[i] = (!mr || mr[i] != 0.0f) ? float(double(dr[i]) - std::exp(double(yr[i])) * acc) : 0.0f;
     } else {
       // y = softmax(x)  =>  dx = y * (dy - sum(dy * y))
-      for (int64_t i = 0; i < n; ++i) acc += dr[i] * yr[i];
-      for (int64_t i = 0; i < n; ++i) orow[i] = (!mr || mr[i] != 0.0f) ? yr[i] * (dr[i] - acc) : 0.0f;
+      for (int64_t i = 0; i < n; ++i) acc += double(dr[i]) * double(yr[i]);
+      for (int64_t i = 0; i < n; ++i)
+        orow[i] = (!mr || mr[i] != 0.0f) ? float(double(yr[i]) * (double(dr[i]) - acc)) : 0.0f;
     }
   }
   return dx;

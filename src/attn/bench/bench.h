@@ -1,0 +1,37 @@
+// Benchmarks: programs, never timed tests. Each prints one JSON object per line
+// to stdout; `attn bench` runs them and, where a peer is named, runs the peer
+// (PyTorch, in its best configuration per PEERS.md) in the same run.
+#pragma once
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace attn::bench {
+
+struct BenchOptions {
+  int threads = 2;          // our thread count, and the peer's
+  int repeats = 10;         // timed calls after warm-up; the median is reported
+  bool run_peers = true;    // also run the PyTorch peer scripts
+  std::string python = "/usr/bin/python3";  // interpreter that has python3-torch
+  std::string peer_dir;     // folder of the peer scripts (bench/peers)
+  bool large = false;       // also the long shapes (attention: L=4096 and L=16384; minutes)
+};
+
+// Median wall time of `fn` in milliseconds over opt.repeats calls after `warmup` calls.
+double median_ms(const std::function<void()>& fn, int repeats, int warmup = 2);
+
+// Prints `j` as one line and flushes (so a long run streams its results).
+void emit(const nlohmann::json& j);
+
+// Runs a peer script with PyTorch's best environment (tcmalloc preloaded,
+// OPENBLAS_THREAD_TIMEOUT=4, OMP_WAIT_POLICY=passive) and echoes its JSON lines.
+// Returns the parsed lines; a failing peer is reported as {"bench":..,"impl":"torch","error":..}.
+std::vector<nlohmann::json> run_peer(const BenchOptions& opt, const std::string& script, const std::string& args);
+
+// The suites.
+void bench_gemm(const BenchOptions& opt);   // sgemm GFLOP/s at n = 1024, 2048: the machine's ceiling
+void bench_gru(const BenchOptions& opt);    // GRU layer fwd+bwd, batch 64, hidden 512, len 30, vs torch
+void bench_attention(const BenchOptions& opt);  // SDPA fused/naive, MHA, additive step, vs torch
+
+}  // namespace attn::bench

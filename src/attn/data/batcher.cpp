@@ -1,0 +1,119 @@
+#include "attn/data/batcher.h"
+
+#include <algorithm>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "attn/tensor/random.h"
+
+namespace attn::data {
+
+namespace {
+
+template <class T>
+void shuffle_in_place(std::vector<T>& v, Rng& rng) {
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
+}
+
+}  // namespace
+
+Batcher::Batcher(const EncodedCorpus& corpus, const BatchOptions& options) : corpus_(corpus), options_(options) {
+  const auto& o = options_;
+  if (o.max_tokens < 2 || o.max_sentences < 0 || o.sort_window < 1)
+    throw std::invalid_argument("Batcher: need max_tokens >= 2, max_sentences >= 0, sort_window >= 1, got " +
+                                std::to_string(o.max_tokens) + ", " + std::to_string(o.max_sentences) + ", " +
+                                std::to_string(o.sort_window));
+  if (corpus.tgt.size() != corpus.src.size() || corpus.line.size() != corpus.src.size())
+    throw std::invalid_argument("Batcher: corpus has " + std::to_string(corpus.src.size()) + " sources, " +
+                                std::to_string(corpus.tgt.size()) + " targets and " +
+                                std::to_string(corpus.line.size()) + " line numbers");
+  for (int64_t i = 0; i < corpus.size(); ++i) {
+    if (corpus.src[i].empty())
+      throw std::invalid_argument("Batcher: pair at corpus line " + std::to_string(corpus.line[i]) +
+                                  " has an empty source (use filter_by_length with drop_empty)");
+    if (cost(i) > o.max_tokens)
+      throw std::invalid_argument("Batcher: pair at corpus line " + std::to_string(corpus.line[i]) + " needs " +
+                                  std::to_string(cost(i)) + " padded tokens (src " +
+                                  std::to_string(corpus.src[i].size()) + ", tgt " +
+                                  std::to_string(corpus.tgt[i].size()) + " + 1) > max_tokens " +
+                                  std::to_string(o.max_tokens) + "; filter lengths first");
+  }
+}
+
+int64_t Batcher::cost(int64_t i) const {
+  return std::max<int64_t>(int64_t(corpus_.src[i].size()), int64_t(corpus_.tgt[i].size()) + 1);
+}
+
+std::vector<std::vector<int64_t>> Batcher::plan_epoch(uint64_t epoch) const {
+  const auto& o = options_;
+  const int64_t n = corpus_.size();
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), int64_t(0));
+  // One stream per (seed, epoch): Rng runs splitmix64 over the seed.
+  Rng rng(o.seed * 0x9E3779B97F4A7C15ULL + epoch);
+  if (o.shuffle) shuffle_in_place(order, rng);
+
+  std::vector<std::vector<int64_t>> batches;
+  std::vector<int64_t> batch;  // the open batch; it may continue into the next window
+  int64_t widest = 0;          // max cost() in `batch`
+  for (int64_t w = 0; w < n; w += o.sort_window) {
+    const auto first = order.begin() + w, last = order.begin() + std::min(n, w + o.sort_window);
+    std::stable_sort(first, last, [&](int64_t a, int64_t b) {
+      const size_t ta = corpus_.tgt[a].size(), tb = corpus_.tgt[b].size();
+      return ta != tb ? ta < tb : corpus_.src[a].size() < corpus_.src[b].size();
+    });
+    for (auto it = first; it != last; ++it) {
+      const int64_t c = cost(*it);
+      const bool full = (o.max_sentences > 0 && int64_t(batch.size()) == o.max_sentences) ||
+                        int64_t(batch.size() + 1) * std::max(widest, c) > o.max_tokens;
+      if (!batch.empty() && full) {
+        batches.push_back(std::move(batch));
+        batch.clear();
+        widest = 0;
+      }
+      batch.push_back(*it);
+      widest = std::max(widest, c);
+    }
+  }
+  if (!batch.empty()) batches.push_back(std::move(batch));
+  if (o.shuffle) shuffle_in_place(batches, rng);
+  return batches;
+}
+
+Seq2SeqBatch Batcher::make_batch(const std::vector<int64_t>& indices) const {
+  const auto& o = options_;
+  const int64_t B = int64_t(indices.size());
+  if (B == 0) throw std::invalid_argument("Batcher::make_batch: empty index list");
+  int64_t S = 0, T = 0;
+  for (int64_t i : indices) {
+    if (i < 0 || i >= corpus_.size())
+      throw std::invalid_argument("Batcher::make_batch: index " + std::to_string(i) + " outside [0, " +
+                                  std::to_string(corpus_.size()) + ")");
+    S = std::max<int64_t>(S, int64_t(corpus_.src[i].size()));
+    T = std::max<int64_t>(T, int64_t(corpus_.tgt[i].size()));
+  }
+  Seq2SeqBatch b;
+  b.src = Tensor::full({B, S}, float(o.pad_id));
+  b.tgt_in = Tensor::full({B, T + 1}, float(o.pad_id));
+  b.tgt_out = Tensor::full({B, T + 1}, float(o.pad_id));
+  float* src = b.src.data();
+  float* tin = b.tgt_in.data();
+  float* tout = b.tgt_out.data();
+  for (int64_t r = 0; r < B; ++r) {
+    const std::vector<int>& s = corpus_.src[indices[r]];
+    const std::vector<int>& t = corpus_.tgt[indices[r]];
+    for (size_t j = 0; j < s.size(); ++j) src[r * S + int64_t(j)] = float(s[j]);
+    tin[r * (T + 1)] = float(o.bos_id);
+    for (size_t j = 0; j < t.size(); ++j) {
+      tin[r * (T + 1) + int64_t(j) + 1] = float(t[j]);
+      tout[r * (T + 1) + int64_t(j)] = float(t[j]);
+    }
+    tout[r * (T + 1) + int64_t(t.size())] = float(o.eos_id);
+    b.src_lengths.push_back(int64_t(s.size()));
+    b.targets.push_back(t);
+  }
+  return b;
+}
+
+}  // namespace attn::data

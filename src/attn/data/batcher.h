@@ -1,0 +1,65 @@
+// Token-budget batches from length buckets, for training and evaluation.
+//
+// One epoch (plan_epoch):
+//   1. shuffle all pair indices (Fisher-Yates, Rng seeded by seed and epoch)
+//   2. cut the order into windows of `sort_window` pairs; stable-sort each
+//      window by (target length, source length) so similar lengths meet
+//      (sort_window = 1: no sorting)
+//   3. walk the windows in turn filling a batch while
+//        batch_size * max(src_len, tgt_len + 1) <= max_tokens
+//      (the padded size of src [B, S] and of tgt_in/tgt_out [B, T+1])
+//      and batch_size <= max_sentences; a batch may span two windows
+//   4. shuffle the order of the batches
+// With shuffle = false, steps 1 and 4 are skipped (evaluation): batches come
+// in corpus order within sorted windows, and the plan's indices restore order.
+// Everything runs on the calling thread from one Rng, so a plan depends only
+// on (corpus lengths, options, epoch), never on the thread count.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "attn/data/encoded_corpus.h"
+#include "attn/data/toy_tasks.h"
+
+namespace attn::data {
+
+struct BatchOptions {
+  int64_t max_tokens = 4096;     // padded tokens per batch (see step 3)
+  int64_t max_sentences = 0;     // pairs per batch; 0 = no limit
+  int64_t sort_window = 65536;   // pairs sorted by length together (1 = no sorting)
+  bool shuffle = true;           // shuffle pairs and batches (false for evaluation)
+  uint64_t seed = 1;             // shuffle seed; epoch e uses a stream derived from (seed, e)
+  int pad_id = kPad;             // id filling src and tgt_out after each length
+  int bos_id = kBos;             // first id of tgt_in
+  int eos_id = kEos;             // last id of tgt_out
+};
+
+class Batcher {
+public:
+  // Keeps a reference to `corpus`, which must outlive the batcher. Throws
+  // std::invalid_argument when options are invalid, a source is empty, or a
+  // single pair does not fit max_tokens (naming its corpus line; filter
+  // lengths first).
+  Batcher(const EncodedCorpus& corpus, const BatchOptions& options);
+
+  // The batches of `epoch` as pair indices into the corpus: every pair
+  // exactly once. [batches][batch_size]
+  std::vector<std::vector<int64_t>> plan_epoch(uint64_t epoch) const;
+
+  // The padded tensors of the pairs `indices` (float-encoded ids):
+  //   src      [B, S]    source ids, pad_id after src_lengths[b]
+  //   tgt_in   [B, T+1]  bos_id, target ids, pad_id after
+  //   tgt_out  [B, T+1]  target ids, eos_id, pad_id after
+  //   src_lengths [B], targets [B][len] (ids without BOS/EOS)
+  // with S = longest source, T = longest target among `indices`.
+  Seq2SeqBatch make_batch(const std::vector<int64_t>& indices) const;
+
+  // Padded cost of one pair: max(src_len, tgt_len + 1).
+  int64_t cost(int64_t index) const;
+
+private:
+  const EncodedCorpus& corpus_;
+  BatchOptions options_;
+};
+
+}  // namespace attn::data

@@ -1,0 +1,180 @@
+// Training checkpoint directory: model, config, optimizer and trainer state.
+#include "attn/train/checkpoint.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+#include "attn/train/checkpoint_detail.h"
+
+namespace attn::train {
+
+namespace {
+
+constexpr const char* kModelFile = "model.safetensors";
+constexpr const char* kOptimizerFile = "optimizer.safetensors";
+constexpr const char* kTrainerFile = "trainer_state.json";
+constexpr int kTrainerStateVersion = 1;
+
+// A fresh id stamped on every file of one save.
+std::string new_checkpoint_id() {
+  std::random_device rd;
+  uint64_t id = (uint64_t(rd()) << 32) ^ uint64_t(rd());
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(id));
+  return buf;
+}
+
+// 17 significant digits: parses back to the same double.
+std::string format_double(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+double parse_double(const std::string& s, const std::string& path, const char* what) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != s.size()) throw std::runtime_error(path + ": malformed " + what + " '" + s + "'");
+  return v;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(path + ": cannot open");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string trainer_json(const TrainerState& s, const std::string& id) {
+  nlohmann::ordered_json j;
+  j["format"] = "attn-trainer-state";
+  j["version"] = kTrainerStateVersion;
+  j["checkpoint_id"] = id;
+  j["step"] = s.step;
+  j["epoch"] = s.epoch;
+  j["data_position"] = s.data_position;
+  j["rng_state"] = s.rng_state;
+  if (s.best_valid_score)
+    j["best_valid_score"] = *s.best_valid_score;
+  else
+    j["best_valid_score"] = nullptr;
+  return j.dump(2) + "\n";
+}
+
+// Parses trainer_state.json; returns the state and sets `id`.
+TrainerState parse_trainer_json(const std::string& path, std::string& id) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_text(path));
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path + ": not valid JSON: " + e.what());
+  }
+  auto field = [&](const char* key) -> const nlohmann::json& {
+    if (!j.is_object() || !j.contains(key)) throw std::runtime_error(path + ": missing field '" + key + "'");
+    return j[key];
+  };
+  TrainerState s;
+  try {
+    if (field("format") != "attn-trainer-state") throw std::runtime_error(path + ": not an attn trainer state file");
+    if (field("version").get<int>() != kTrainerStateVersion)
+      throw std::runtime_error(path + ": version " + field("version").dump() + ", this build reads version " +
+                               std::to_string(kTrainerStateVersion));
+    id = field("checkpoint_id").get<std::string>();
+    s.step = field("step").get<int64_t>();
+    s.epoch = field("epoch").get<int64_t>();
+    s.data_position = field("data_position").get<int64_t>();
+    s.rng_state = field("rng_state").get<std::string>();
+    const auto& best = field("best_valid_score");
+    if (!best.is_null()) s.best_valid_score = best.get<double>();
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(path + ": malformed field: " + e.what());
+  }
+  return s;
+}
+
+// Throws unless the file's checkpoint id matches the trainer state's.
+void check_id(const SafetensorsFile& f, const std::string& id, const std::string& trainer_path) {
+  auto it = f.metadata.find("checkpoint_id");
+  std::string found = it == f.metadata.end() ? "(none)" : it->second;
+  if (found != id)
+    throw std::runtime_error(f.path + ": inconsistent checkpoint: this file has checkpoint id " + found + " but " +
+                             trainer_path + " has " + id +
+                             " (a save was interrupted halfway; resume from an older checkpoint)");
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& dir, const CheckpointSave& what) {
+  if (!what.model) throw std::invalid_argument("save_checkpoint(" + dir + "): no model given");
+  detail::check_config_json(what.config_json);
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(dir + ": cannot create checkpoint directory: " + ec.message());
+  const std::string id = new_checkpoint_id();
+  // Order matters: trainer_state.json is the commit record, written last.
+  if (what.optimizer)
+    save_safetensors(dir + "/" + kOptimizerFile, what.optimizer->state(),
+                     {{"format", "attn-optimizer"},
+                      {"optimizer", what.optimizer->name()},
+                      {"lr", format_double(what.optimizer->lr())},
+                      {"checkpoint_id", id}});
+  detail::write_model_file(dir + "/" + kModelFile, what.model->named_parameters(), what.config_json,
+                           {{"checkpoint_id", id}});
+  write_file_atomic(dir + "/" + kTrainerFile, trainer_json(what.trainer, id));
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& dir, const CheckpointLoad& into) {
+  if (!into.model) throw std::invalid_argument("load_checkpoint(" + dir + "): no model given");
+  const std::string trainer_path = dir + "/" + kTrainerFile;
+  LoadedCheckpoint out;
+  std::string id;
+  out.trainer = parse_trainer_json(trainer_path, id);
+
+  // Read and validate everything before touching the model or the optimizer.
+  SafetensorsFile model_file = load_safetensors(dir + "/" + kModelFile);
+  check_id(model_file, id, trainer_path);
+  nn::NamedTensors params = into.model->named_parameters();
+  detail::check_params(model_file, params);
+  auto cfg = model_file.metadata.find("config");
+  out.config_json = cfg == model_file.metadata.end() ? "{}" : cfg->second;
+
+  if (into.optimizer) {
+    const std::string opt_path = dir + "/" + kOptimizerFile;
+    if (!std::filesystem::exists(opt_path))
+      throw std::runtime_error(opt_path + ": cannot open (the checkpoint was saved without optimizer state)");
+    SafetensorsFile opt_file = load_safetensors(opt_path);
+    check_id(opt_file, id, trainer_path);
+    auto kind = opt_file.metadata.find("optimizer");
+    std::string saved = kind == opt_file.metadata.end() ? "(unknown)" : kind->second;
+    if (saved != into.optimizer->name())
+      throw std::runtime_error(opt_path + ": state of a " + saved + " optimizer, cannot load into " +
+                               into.optimizer->name());
+    auto lr = opt_file.metadata.find("lr");
+    if (lr == opt_file.metadata.end()) throw std::runtime_error(opt_path + ": no 'lr' in the metadata");
+    double saved_lr = parse_double(lr->second, opt_path, "learning rate");
+    if (!(saved_lr >= 0) || !std::isfinite(saved_lr))
+      throw std::runtime_error(opt_path + ": learning rate " + lr->second + " is not finite and >= 0");
+    try {
+      into.optimizer->load_state(opt_file.tensors);  // validates fully before changing anything
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(opt_path + ": " + e.what());
+    }
+    into.optimizer->set_lr(saved_lr);
+  }
+  detail::copy_params(model_file, params);  // cannot fail after check_params
+  return out;
+}
+
+}  // namespace attn::train

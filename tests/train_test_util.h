@@ -1,0 +1,61 @@
+// Small helpers shared by the training and checkpoint tests.
+#pragma once
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "attn/nn/layers.h"
+
+namespace attn::testing {
+
+// Two Linear layers around a LayerNorm: parameter names fc1.weight, fc1.bias,
+// norm.weight, norm.bias, fc2.weight, fc2.bias.
+// x [N, in] -> [N, out]
+struct TinyNet : nn::Module {
+  TinyNet(int64_t in, int64_t hidden, int64_t out, uint64_t seed) {
+    Rng rng(seed);
+    fc1 = register_module("fc1", std::make_shared<nn::Linear>(in, hidden, true, rng));
+    norm = register_module("norm", std::make_shared<nn::LayerNorm>(hidden));
+    fc2 = register_module("fc2", std::make_shared<nn::Linear>(hidden, out, true, rng));
+  }
+  std::shared_ptr<nn::Linear> fc1, fc2;
+  std::shared_ptr<nn::LayerNorm> norm;
+};
+
+inline bool bit_equal(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) return false;
+  return std::memcmp(a.data(), b.data(), size_t(a.numel()) * sizeof(float)) == 0;
+}
+
+inline bool params_bit_equal(const nn::Module& a, const nn::Module& b) {
+  auto pa = a.named_parameters(), pb = b.named_parameters();
+  if (pa.size() != pb.size()) return false;
+  for (size_t i = 0; i < pa.size(); ++i)
+    if (pa[i].first != pb[i].first || !bit_equal(pa[i].second, pb[i].second)) return false;
+  return true;
+}
+
+// A fresh empty directory under the build tree, removed by the destructor.
+struct TempDir {
+  explicit TempDir(const std::string& tag) {
+    path = std::string(ATTN_BINARY_DIR) + "/tmp_" + tag + "_" + std::to_string(::getpid());
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string path;
+};
+
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+inline void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+}  // namespace attn::testing
