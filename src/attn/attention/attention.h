@@ -21,9 +21,12 @@
 //   Additive   v^T tanh(W1 q + W2 k + b)    W1 [A, D], W2 [A, Dk], v [A], b [A] optional
 //   Concat     v^T tanh(Wa [q; k])          Wa [A, D + Dk], v [A]  (Luong's concat)
 //
-// Dot, ScaledDot and General (as (q W) . k) without returned weights run the
-// fused kernel (flash.h), which never stores the [Lq, Lk] matrix; everything else
-// runs the materialising path (scores -> masked softmax -> dropout -> weights @ v).
+// Dot, ScaledDot and General (as (q W) . k) without returned weights (and, with
+// Kernel::Auto, at least 16 queries) run the fused kernel (flash.h), which never
+// stores the [Lq, Lk] matrix; everything else runs the materialising path
+// (scores -> masked softmax -> dropout -> weights @ v). Additive and Concat
+// scores go through one fused op that keeps nothing of size Lq Lk A; the
+// decoder-step form with cached key projections is additive_step.h.
 #pragma once
 #include <cstdint>
 #include <optional>
