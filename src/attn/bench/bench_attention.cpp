@@ -160,7 +160,9 @@ void bench_attention(const BenchOptions& opt) {
     for (bool causal : {false, true}) {
       Shape4 s{4, 8, L, 64, causal};
       bench_sdpa(s, true, opt);
-      bench_sdpa(s, false, opt);
+      // the materialising path at L=2048 holds B*H*L^2 floats several times
+      // (~11-20 GB here): only with --large
+      if (L <= 512 || opt.large) bench_sdpa(s, false, opt);
       bench_mha(s, opt);
     }
   if (opt.large) {
