@@ -19,11 +19,19 @@ struct OracleCase {
 
 class AttentionOracle : public ::testing::TestWithParam<OracleCase> {};
 
-Tensor leaf(const SafetensorsFile& f, const std::string& name) { return f.get(name).clone().set_requires_grad(); }
 
 TEST_P(AttentionOracle, ContextWeightsAndGradients) {
   const OracleCase& c = GetParam();
-  SafetensorsFile f = run_oracle("attention.py", c.score + " " + c.mask);
+  // one python run writes every case, under "score/mask/"
+  const SafetensorsFile file = run_oracle("attention.py", "all");
+  const std::string prefix = c.score + "/" + c.mask + "/";
+  struct View {
+    const SafetensorsFile& f;
+    const std::string& prefix;
+    const Tensor& get(const std::string& n) const { return f.get(prefix + n); }
+    bool has(const std::string& n) const { return f.has(prefix + n); }
+  } f{file, prefix};
+  auto leaf = [](const View& v, const std::string& name) { return v.get(name).clone().set_requires_grad(); };
   std::vector<std::pair<std::string, Tensor>> inputs;  // name in the file -> our leaf
   auto in = [&](const std::string& name) {
     Tensor t = leaf(f, name);

@@ -47,5 +47,14 @@ ATTN_GRADCHECK_CASE({"additive_step", "attention size 20 (vector path), no lengt
                        return concat({o.context, o.weights}, 1);
                      }});
 
+ATTN_GRADCHECK_CASE({"additive_scores", "heads, A = 19 (vector + tail lanes)", {{2, 2, 3, 19}, {2, 2, 4, 19}, {19}},
+                     [](const T& x) { return fused_additive_scores(x[0], x[1], x[2]); }});
+ATTN_GRADCHECK_CASE({"additive_scores", "through a masked softmax (zero upstream gradients skipped)",
+                     {{1, 1, 3, 5}, {1, 1, 4, 5}, {5}},
+                     [](const T& x) {
+                       Tensor keep = Tensor::from({1, 1, 0, 1, 0, 0, 0, 0, 1, 0, 1, 1}, {1, 1, 3, 4});
+                       return softmax(fused_additive_scores(x[0], x[1], x[2]), -1, keep);
+                     }});
+
 }  // namespace
 }  // namespace attn::testing

@@ -9,46 +9,16 @@
 #include <stdexcept>
 
 #include "attn/attention/checks.h"
-#include "attn/attention/simd.h"
+#include "attn/attention/additive_kernels.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
 
 namespace attn::attention {
 namespace {
+using detail::score_row;
+using detail::score_row_backward;
 using detail::shp;
 
-// sum_a v[a] tanh(qp[a] + kp[a]) over a < A, vectorised
-float score_row(const float* qp, const float* kp, const float* v, int64_t A) {
-  using namespace simd;
-  vf acc = zero();
-  int64_t a = 0;
-  for (; a + kLanes <= A; a += kLanes) acc = fmadd(load(v + a), simd::tanh(add(load(qp + a), load(kp + a))), acc);
-  float s = reduce_add(acc);
-  for (; a < A; ++a) s += v[a] * std::tanh(qp[a] + kp[a]);
-  return s;
-}
-
-// e = v^T tanh(z), z = qp + kp:  dkp = dqp_part = de v (1 - tanh^2 z),  dv += de tanh z
-void score_row_backward(const float* qp, const float* kp, const float* v, float de, int64_t A, float* dkp, float* dqp,
-                        float* dv) {
-  using namespace simd;
-  const vf vde = set1(de), one = set1(1.0f);
-  int64_t a = 0;
-  for (; a + kLanes <= A; a += kLanes) {
-    vf t = simd::tanh(add(load(qp + a), load(kp + a)));
-    vf dz = mul(mul(vde, load(v + a)), sub(one, mul(t, t)));
-    store(dkp + a, dz);
-    store(dqp + a, add(load(dqp + a), dz));
-    store(dv + a, fmadd(vde, t, load(dv + a)));
-  }
-  for (; a < A; ++a) {
-    float t = std::tanh(qp[a] + kp[a]);
-    float dz = de * v[a] * (1.0f - t * t);
-    dkp[a] = dz;
-    dqp[a] += dz;
-    dv[a] += de * t;
-  }
-}
 }  // namespace
 
 Tensor project_keys(const Tensor& keys, const Tensor& W2, const Tensor& bias) {
@@ -121,8 +91,8 @@ AdditiveStepOutput additive_step(const Tensor& query, const Tensor& keys_proj, c
   autograd::record(
       "additive_step", {query, keys_proj, values, W1, v}, {&out.context, &out.weights},
       [query = query.detach(), kp = keys_proj.detach(), values = values.detach(), W1 = W1.detach(), v = v.detach(),
-       lengths = key_lengths.defined() ? key_lengths.detach() : Tensor(), qp, w = w.detach(), B, Qd, Lk, A,
-       Dv](const std::vector<Tensor>& d) -> std::vector<Tensor> {
+       lengths = key_lengths.defined() ? key_lengths.detach() : Tensor(), qp, w = w.detach(), B, Qd, Lk, A, Dv,
+       gq = query.requires_grad(), gw1 = W1.requires_grad()](const std::vector<Tensor>& d) -> std::vector<Tensor> {
         const float *pkp = kp.data(), *pval = values.data(), *pv = v.data(), *pqp = qp.data(), *pw = w.data();
         const float* plen = lengths.defined() ? lengths.data() : nullptr;
         const float* dctx = d[0].defined() ? d[0].data() : nullptr;  // [B, Dv]
@@ -163,14 +133,20 @@ AdditiveStepOutput additive_step(const Tensor& query, const Tensor& keys_proj, c
           for (int64_t j = 0; j < len; ++j) {
             float de = wr[j] * (da[j] - dot);
             // e_j = v^T tanh(qp + kp_j)
-            score_row_backward(pqp + b * A, pkp + (b * Lk + j) * A, pv, de, A, pdkp + (b * Lk + j) * A, pdqp + b * A,
-                               pdvr + b * A);
+            score_row_backward(pqp + b * A, pkp + (b * Lk + j) * A, pv, de, A, pdkp + (b * Lk + j) * A, false,
+                               pdqp + b * A, pdvr + b * A);
           }
         }
         // qp = query W1^T  =>  dquery = dqp W1,  dW1 = dqp^T query;  dv = sum_b rows
-        Tensor dquery = Tensor::empty(query.shape()), dW1 = Tensor::empty(W1.shape());
-        kernels::gemm(false, false, B, Qd, A, 1.0f, pdqp, A, W1.data(), Qd, 0.0f, dquery.data(), Qd);
-        kernels::gemm(true, false, A, Qd, B, 1.0f, pdqp, A, query.data(), Qd, 0.0f, dW1.data(), Qd);
+        Tensor dquery, dW1;
+        if (gq) {
+          dquery = Tensor::empty(query.shape());
+          kernels::gemm(false, false, B, Qd, A, 1.0f, pdqp, A, W1.data(), Qd, 0.0f, dquery.data(), Qd);
+        }
+        if (gw1) {
+          dW1 = Tensor::empty(W1.shape());
+          kernels::gemm(true, false, A, Qd, B, 1.0f, pdqp, A, query.data(), Qd, 0.0f, dW1.data(), Qd);
+        }
         Tensor dv = kernels::sum_axis(dv_rows, 0, false);
         return {dquery, dkp, dval, dW1, dv};
       });

@@ -21,9 +21,12 @@
 //   Additive   v^T tanh(W1 q + W2 k + b)    W1 [A, D], W2 [A, Dk], v [A], b [A] optional
 //   Concat     v^T tanh(Wa [q; k])          Wa [A, D + Dk], v [A]  (Luong's concat)
 //
-// Dot, ScaledDot and General (as (q W) . k) without returned weights run the
-// fused kernel (flash.h), which never stores the [Lq, Lk] matrix; everything else
-// runs the materialising path (scores -> masked softmax -> dropout -> weights @ v).
+// Dot, ScaledDot and General (as (q W) . k) without returned weights (and, with
+// Kernel::Auto, at least 16 queries) run the fused kernel (flash.h), which never
+// stores the [Lq, Lk] matrix; everything else runs the materialising path
+// (scores -> masked softmax -> dropout -> weights @ v). Additive and Concat
+// scores go through one fused op that keeps nothing of size Lq Lk A; the
+// decoder-step form with cached key projections is additive_step.h.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -59,9 +62,14 @@ using Score = std::variant<Dot, ScaledDot, General, Additive, Concat>;
 Tensor dot_scores(const Tensor& q, const Tensor& k);
 Tensor scaled_dot_scores(const Tensor& q, const Tensor& k, std::optional<float> scale = {});
 Tensor general_scores(const Tensor& q, const Tensor& k, const Tensor& W);
-// Materialises [B, H, Lq, Lk, A]; for one decoder step at a time use additive_step.h.
+// The projections are linear ops, the rest fused_additive_scores; for one decoder
+// step with cached key projections use additive_step.h.
 Tensor additive_scores(const Tensor& q, const Tensor& k, const Additive& p);
 Tensor concat_scores(const Tensor& q, const Tensor& k, const Concat& p);
+// The tanh part of the additive score as one op ("additive_scores"):
+// qa [B, H, Lq, A] (W1 q + b), ka [B, H, Lk, A] (W2 k), v [A] -> v^T tanh(qa_i + ka_j)
+// [B, H, Lq, Lk]. Keeps nothing of size Lq Lk A for the backward (recomputes the tanh).
+Tensor fused_additive_scores(const Tensor& qa, const Tensor& ka, const Tensor& v);
 Tensor scores(const Tensor& q, const Tensor& k, const Score& score);
 
 // ---- which keys a query sees ----

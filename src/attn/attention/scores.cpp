@@ -38,7 +38,6 @@ Tensor general_scores(const Tensor& q, const Tensor& k, const Tensor& W) {
 
 Tensor additive_scores(const Tensor& q, const Tensor& k, const Additive& p) {
   check_qk("additive_scores", q, k, false);
-  const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), Lk = k.size(2);
   const int64_t A = p.v.defined() ? p.v.numel() : -1;
   bool ok = p.W1.defined() && p.W2.defined() && p.v.defined() && p.v.dim() == 1 && p.W1.dim() == 2 &&
             p.W2.dim() == 2 && p.W1.size(0) == A && p.W2.size(0) == A && p.W1.size(1) == q.size(3) &&
@@ -48,10 +47,7 @@ Tensor additive_scores(const Tensor& q, const Tensor& k, const Additive& p) {
                                 s(p.bias) + " for q " + s(q) + " and k " + s(k) +
                                 " (expects W1 [A, D], W2 [A, Dk], v [A], bias [A] or none)");
   // e_ij = v^T tanh(W1 q_i + W2 k_j + b)
-  Tensor qa = reshape(linear(q, p.W1, p.bias), {B, H, Lq, 1, A});  // W1 q_i + b
-  Tensor ka = reshape(linear(k, p.W2, Tensor()), {B, H, 1, Lk, A});  // W2 k_j
-  Tensor t = tanh(add(qa, ka));                                     // [B, H, Lq, Lk, A]
-  return reshape(matmul(t, reshape(p.v, {A, 1})), {B, H, Lq, Lk});
+  return fused_additive_scores(linear(q, p.W1, p.bias), linear(k, p.W2, Tensor()), p.v);
 }
 
 Tensor concat_scores(const Tensor& q, const Tensor& k, const Concat& p) {
