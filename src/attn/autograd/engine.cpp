@@ -119,8 +119,13 @@ void backward(const Tensor& root, const Tensor& seed) {
         Tensor acc = in.grad();
         if (acc.defined()) {
           kernels::add_inplace(acc, dins[i]);
+        } else if (dins[i].impl_ptr().use_count() == 1 && dins[i].impl()->storage.use_count() == 1) {
+          // Nothing else refers to this gradient (no other input's entry, no
+          // saved tensor, no view): the leaf takes it over without a copy.
+          in.impl()->grad = dins[i].impl_ptr();
         } else {
-          // A leaf's .grad must not alias a tensor some other node may still add into.
+          // Shared (e.g. add hands one tensor to both inputs): .grad is updated
+          // in place later, so it must own its storage.
           in.impl()->grad = dins[i].clone().impl_ptr();
         }
       }
