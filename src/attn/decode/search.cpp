@@ -194,9 +194,13 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
         cont.push_back(std::move(h));
         cont_parent.push_back(c.row);
       }
-      const bool done = int64_t(finished[size_t(b)].size()) >= K || at_limit || cont.empty();
+      // Done when the best extension of this step ends the sentence (OpenNMT's
+      // rule: weaker hypotheses that end early do not stop the search while
+      // the top beam is still going) and n-best are complete, or at the limit.
+      const bool top_ended = !cands.empty() && cands[0].token == data::kEos;
+      const bool done = (top_ended && int64_t(finished[size_t(b)].size()) >= o.nbest) || at_limit || cont.empty();
       if (done) {
-        if (int64_t(finished[size_t(b)].size()) < K)  // the length limit: live beams end unfinished
+        if (!top_ended)  // the length limit: live beams end unfinished and compete too
           for (Hypothesis& h : cont) {
             finalize(h, o.length_penalty);
             finished[size_t(b)].push_back(std::move(h));

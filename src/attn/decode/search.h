@@ -11,7 +11,11 @@
 // Scores: log_prob is the sum of log p over the emitted tokens including EOS;
 // score = log_prob / length^length_penalty with length = tokens + 1 (EOS) for a
 // finished hypothesis (fairseq's lenpen; 0 = raw sum). Beam search ranks
-// partial hypotheses by log_prob and finished ones by score.
+// partial hypotheses by log_prob and finished ones by score. An extension to
+// EOS among a step's top K completes a hypothesis; a sentence is done when
+// the step's best extension is EOS (and nbest hypotheses are complete) or at
+// the length limit, where its live beams join the finished ones. At beam 1
+// this is exactly greedy search.
 #pragma once
 #include <cstdint>
 #include <vector>
