@@ -6,6 +6,10 @@
 
 #include "attn/autograd/ops_sequence.h"
 #include "attn/models/config.h"
+#include "attn/attention/additive_step.h"
+#include "attn/models/output_loss.h"
+#include "attn/models/rnnsearch_decoder.h"
+#include "attn/nn/rnn.h"
 #include "attn/models/seq2seq.h"
 #include "gradcheck.h"
 
@@ -19,6 +23,136 @@ ATTN_GRADCHECK_CASE({"unbind", "[4, 2, 3] -> 4 x [2, 3], reassembled with weight
                        // use rows in a different order and one twice, one not at all
                        return concat({rows[2], affine(rows[0], 2.0f), mul(rows[3], rows[0])}, 0);
                      }});
+
+Tensor targets_with_padding(int64_t N, int64_t V) {
+  Tensor t = Tensor::empty({N});
+  for (int64_t i = 0; i < N; ++i) t.data()[i] = i % 4 == 3 ? 0.0f : float((i * 7 + 1) % V);  // every 4th row: pad (0)
+  return t;
+}
+
+ATTN_GRADCHECK_CASE({"output_cross_entropy", "bias, smoothing 0.2, padding rows", {{6, 5}, {9, 5}, {9}}, [](const T& x) {
+                       CrossEntropyOptions o;
+                       o.ignore_index = 0;
+                       o.label_smoothing = 0.2f;
+                       // scaled so that the incoming gradient is not 1
+                       return affine(models::output_cross_entropy(x[0], x[1], x[2], targets_with_padding(6, 9), o), 1.7f);
+                     }});
+ATTN_GRADCHECK_CASE({"output_cross_entropy", "no bias, no smoothing", {{4, 3}, {7, 3}}, [](const T& x) {
+                       return models::output_cross_entropy(x[0], x[1], Tensor(), targets_with_padding(4, 7));
+                     }});
+
+// Equal to cross_entropy(linear(x, W, b)) in value and every gradient, over
+// several row blocks and a vocabulary that is not a multiple of the vector width.
+TEST(OutputCrossEntropy, MatchesLinearPlusCrossEntropy) {
+  Rng rng(3);
+  const int64_t N = 300, R = 24, V = 1003;
+  for (bool with_bias : {true, false}) {
+    Tensor x = randn({N, R}, rng).set_requires_grad(true), W = randn({V, R}, rng, 0.3f).set_requires_grad(true);
+    Tensor b = with_bias ? randn({V}, rng).set_requires_grad(true) : Tensor();
+    Tensor t = targets_with_padding(N, V);
+    CrossEntropyOptions o;
+    o.ignore_index = 0;
+    o.label_smoothing = 0.1f;
+    Tensor fused = models::output_cross_entropy(x, W, b, t, o);
+    backward(affine(fused, 0.5f));
+    Tensor gx = x.grad(), gW = W.grad(), gb = with_bias ? b.grad() : Tensor();
+    x.zero_grad();
+    W.zero_grad();
+    if (with_bias) b.zero_grad();
+    Tensor ref = cross_entropy(linear(x, W, b), t, o);
+    backward(affine(ref, 0.5f));
+    EXPECT_NEAR(fused.item(), ref.item(), 1e-5 * std::abs(ref.item()));
+    auto close = [](const Tensor& a, const Tensor& r, const char* what) {
+      ASSERT_EQ(a.shape(), r.shape()) << what;
+      double worst = 0, scale = 0;
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        worst = std::max(worst, double(std::abs(a.data()[i] - r.data()[i])));
+        scale = std::max(scale, double(std::abs(r.data()[i])));
+      }
+      EXPECT_LE(worst, 1e-4 * scale) << what;
+    };
+    close(gx, x.grad(), "dx");
+    close(gW, W.grad(), "dW");
+    if (with_bias) close(gb, b.grad(), "db");
+  }
+  NoGradGuard ng;  // without grad mode: the loss alone
+  Tensor x = randn({5, 4}, rng), W = randn({11, 4}, rng);
+  EXPECT_NEAR(models::output_cross_entropy(x, W, Tensor(), targets_with_padding(5, 11)).item(),
+              cross_entropy(linear(x, W, Tensor()), targets_with_padding(5, 11)).item(), 1e-5);
+  EXPECT_THROW(models::output_cross_entropy(x, W, Tensor(), Tensor::full({5}, 11.0f)), std::invalid_argument);
+  EXPECT_THROW(models::output_cross_entropy(x, randn({11, 3}, rng), Tensor(), targets_with_padding(5, 11)),
+               std::invalid_argument);
+}
+
+// inputs: emb [T,B,E], keys [B,S,A], values [B,S,Dv], s0 [B,Hd], W1, v, w_ih, w_hh, b_ih, b_hh
+models::DecoderLoopOutput fused_loop(const T& x, const Tensor& lengths) {
+  return models::rnnsearch_decoder(x[0], x[1], x[2], lengths, x[3], {x[4], x[5], x[6], x[7], x[8], x[9]});
+}
+// T=3, B=2, E=2, S=4, A=3, Dv=2, Hd=2: small sizes, every path including a padded source
+ATTN_GRADCHECK_CASE({"rnnsearch_decoder", "T 3, lengths 4 and 2, states and contexts",
+                     {{3, 2, 2}, {2, 4, 3}, {2, 4, 2}, {2, 2}, {3, 2}, {3}, {6, 4}, {6, 2}, {6}, {6}},
+                     [](const T& x) {
+                       auto o = fused_loop(x, Tensor::from({4.0f, 2.0f}, {2}));
+                       return concat({reshape(o.states, {6, 2}), reshape(o.contexts, {6, 2})}, 1);
+                     }});
+ATTN_GRADCHECK_CASE({"rnnsearch_decoder", "attention size 17 (vector path), states only",
+                     {{2, 3, 2}, {3, 3, 17}, {3, 3, 3}, {3, 4}, {17, 4}, {17}, {12, 5}, {12, 4}, {12}, {12}},
+                     [](const T& x) { return fused_loop(x, Tensor::from({3.0f, 1.0f, 2.0f}, {3})).states; }});
+
+// The fused loop computes what T steps of additive_step + concat + gru compute,
+// forward and every gradient, at sizes that take the threaded and vector paths.
+TEST(RnnSearchDecoder, EqualsTheComposedSteps) {
+  const int64_t Tn = 5, B = 40, E = 24, S = 30, A = 32, Dv = 48, Hd = 40;
+  Rng rng(9);
+  std::vector<Tensor> x = {randn({Tn, B, E}, rng),           randn({B, S, A}, rng),
+                           randn({B, S, Dv}, rng),           randn({B, Hd}, rng),
+                           randn({A, Hd}, rng, 0.2f),        randn({A}, rng),
+                           randn({3 * Hd, E + Dv}, rng, 0.15f), randn({3 * Hd, Hd}, rng, 0.15f),
+                           randn({3 * Hd}, rng, 0.1f),       randn({3 * Hd}, rng, 0.1f)};
+  for (auto& t : x) t.set_requires_grad(true);
+  Tensor lengths = Tensor::empty({B});
+  for (int64_t b = 0; b < B; ++b) lengths.data()[b] = float(1 + (b * 7) % S);
+  Tensor rs = randn({Tn, B, Hd}, rng), rc = randn({Tn, B, Dv}, rng);
+  // fused
+  auto o = fused_loop(x, lengths);
+  backward(add(sum_all(mul(o.states, rs)), sum_all(mul(o.contexts, rc))));
+  std::vector<Tensor> g1;
+  for (auto& t : x) {
+    g1.push_back(t.grad());
+    t.zero_grad();
+  }
+  // composed
+  std::vector<Tensor> rows = unbind0(x[0]), states, contexts;
+  Tensor s = x[3];
+  RnnWeights w{x[6], x[7], x[8], x[9]};
+  for (int64_t t = 0; t < Tn; ++t) {
+    auto a = attention::additive_step(s, x[1], x[2], x[4], x[5], lengths);
+    s = gru(reshape(concat({rows[size_t(t)], a.context}, 1), {B, 1, E + Dv}), std::vector<int64_t>(size_t(B), 1), s, w).h_n;
+    states.push_back(reshape(s, {1, B, Hd}));
+    contexts.push_back(reshape(a.context, {1, B, Dv}));
+  }
+  Tensor st = concat(states, 0), ct = concat(contexts, 0);
+  backward(add(sum_all(mul(st, rs)), sum_all(mul(ct, rc))));
+  auto close = [](const Tensor& a, const Tensor& r, const std::string& what) {
+    ASSERT_TRUE(a.defined() && r.defined()) << what;
+    ASSERT_EQ(a.shape(), r.shape()) << what;
+    double worst = 0, scale = 1e-6;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      worst = std::max(worst, double(std::abs(a.data()[i] - r.data()[i])));
+      scale = std::max(scale, double(std::abs(r.data()[i])));
+    }
+    EXPECT_LE(worst, 2e-5 * scale) << what << " worst " << worst << " scale " << scale;
+  };
+  close(o.states, st, "states");
+  close(o.contexts, ct, "contexts");
+  const char* names[] = {"emb", "keys", "values", "s0", "W1", "v", "w_ih", "w_hh", "b_ih", "b_hh"};
+  for (size_t i = 0; i < x.size(); ++i) close(g1[i], x[i].grad(), std::string("d") + names[i]);
+  EXPECT_THROW(models::rnnsearch_decoder(x[0], x[1], x[2], Tensor::full({B}, float(S + 1)), x[3],
+                                         {x[4], x[5], x[6], x[7], x[8], x[9]}),
+               std::invalid_argument);
+  EXPECT_THROW(models::rnnsearch_decoder(x[0], x[2], x[1], lengths, x[3], {x[4], x[5], x[6], x[7], x[8], x[9]}),
+               std::invalid_argument);
+}
 
 TEST(ModelConfig, UnknownKeysAndBadValuesNameTheKey) {
   try {

@@ -14,7 +14,7 @@ const std::vector<std::string>& op_names() {
       "embedding", "dropout", "layer_norm", "cross_entropy",
       "gru", "lstm",
       "sdpa_fused", "additive_step",
-      "unbind",
+      "unbind", "output_cross_entropy", "rnnsearch_decoder",
   };
   return names;
 }

@@ -154,7 +154,7 @@ StepOutput Luong::step(const EncoderMemory& m, const DecoderState& state, const 
   return out;
 }
 
-Tensor Luong::forced_logits(const data::Seq2SeqBatch& b) const {
+Tensor Luong::forced_features(const data::Seq2SeqBatch& b) const {
   Encoded e = encode(b.src, b.src_lengths);
   const int64_t T = b.tgt_in.size(1);
   Tensor emb = drop(tgt_embed_->forward(time_major(b.tgt_in)));  // [T, B, E]
@@ -166,8 +166,8 @@ Tensor Luong::forced_logits(const data::Seq2SeqBatch& b) const {
     s = decoder_step(e.memory, emb_t[size_t(t)], s).state;
     feeds.push_back(feed(s));
   }
-  // the output projection of all steps at once: [T * B, Hd] -> [T * B, V]
-  return linear(concat(feeds, 0), out_w_, out_b_);
+  // h̃ of all steps: [T * B, Hd] (the output projection follows in loss / forced_logits)
+  return concat(feeds, 0);
 }
 
 }  // namespace attn::models

@@ -37,7 +37,8 @@ public:
 
   Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const override;
   StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev) const override;
-  Tensor forced_logits(const data::Seq2SeqBatch& b) const override;
+  Tensor forced_features(const data::Seq2SeqBatch& b) const override;
+  OutputLayer output_layer() const override { return {out_w_, out_b_}; }
 
 private:
   // Decoder state layout: {h_0..h_{L-1}, c_0..c_{L-1} (LSTM only), h̃ [N, Hd], t [N]}

@@ -3,8 +3,8 @@
 #include <stdexcept>
 
 #include "attn/attention/additive_step.h"
-#include "attn/autograd/ops_sequence.h"
 #include "attn/models/model_parts.h"
+#include "attn/models/rnnsearch_decoder.h"
 
 namespace attn::models {
 
@@ -77,10 +77,9 @@ RnnSearch::StepResult RnnSearch::decoder_step(const EncoderMemory& m, const Tens
   return {s_new, att.context, att.weights};
 }
 
-Tensor RnnSearch::readout_logits(const Tensor& s, const Tensor& c, const Tensor& emb) const {
-  // t = tanh(W_o [s; c; E y] + b_o),  logits = W_y t + b_y
-  Tensor t = drop(tanh(readout_->forward(concat({s, c, emb}, 1))));
-  return linear(t, out_w_, out_b_);
+Tensor RnnSearch::readout(const Tensor& s, const Tensor& c, const Tensor& emb) const {
+  // t = tanh(W_o [s; c; E y] + b_o)
+  return drop(tanh(readout_->forward(concat({s, c, emb}, 1))));
 }
 
 StepOutput RnnSearch::step(const EncoderMemory& m, const DecoderState& state, const Tensor& prev) const {
@@ -89,29 +88,23 @@ StepOutput RnnSearch::step(const EncoderMemory& m, const DecoderState& state, co
   Tensor emb = tgt_embed_->forward(prev);  // [N, E]
   StepResult r = decoder_step(m, emb, state.tensors[0]);
   StepOutput out;
-  out.log_probs = log_softmax(readout_logits(r.s, r.context, emb), -1);
+  out.log_probs = log_softmax(linear(readout(r.s, r.context, emb), out_w_, out_b_), -1);  // W_y t + b_y
   out.weights = r.weights;
   out.state.tensors = {r.s};
   return out;
 }
 
-Tensor RnnSearch::forced_logits(const data::Seq2SeqBatch& b) const {
+Tensor RnnSearch::forced_features(const data::Seq2SeqBatch& b) const {
   Encoded e = encode(b.src, b.src_lengths);
-  const int64_t B = b.tgt_in.size(0), T = b.tgt_in.size(1), E = config_.embed;
+  const int64_t B = b.tgt_in.size(0), T = b.tgt_in.size(1), E = config_.embed, Hd = config_.decoder_hidden,
+                Dv = e.memory.values.size(2);
   Tensor emb = drop(tgt_embed_->forward(time_major(b.tgt_in)));  // [T, B, E]
-  std::vector<Tensor> emb_t = unbind0(emb);                         // T x [B, E]
-  std::vector<Tensor> states, contexts;
-  states.reserve(size_t(T));
-  contexts.reserve(size_t(T));
-  Tensor s = e.state.tensors[0];
-  for (int64_t t = 0; t < T; ++t) {
-    StepResult r = decoder_step(e.memory, emb_t[size_t(t)], s);
-    s = r.s;
-    states.push_back(r.s);
-    contexts.push_back(r.context);
-  }
-  // The readout and the vocabulary projection of all T steps at once: [T * B, .]
-  return readout_logits(concat(states, 0), concat(contexts, 0), reshape(emb, {T * B, E}));
+  // the decoder loop as one fused op: the same steps as decoder_step, T times
+  DecoderLoopOutput d = rnnsearch_decoder(
+      emb, e.memory.keys, e.memory.values, e.memory.lengths, e.state.tensors[0],
+      {query_w_, score_v_, decoder_->weight_ih, decoder_->weight_hh, decoder_->bias_ih, decoder_->bias_hh});
+  // The readout of all T steps at once: [T * B, R] (the vocabulary projection follows in loss / forced_logits)
+  return readout(reshape(d.states, {T * B, Hd}), reshape(d.contexts, {T * B, Dv}), reshape(emb, {T * B, E}));
 }
 
 }  // namespace attn::models

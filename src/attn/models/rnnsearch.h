@@ -36,7 +36,8 @@ public:
 
   Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const override;
   StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev) const override;
-  Tensor forced_logits(const data::Seq2SeqBatch& b) const override;
+  Tensor forced_features(const data::Seq2SeqBatch& b) const override;
+  OutputLayer output_layer() const override { return {out_w_, out_b_}; }
 
 private:
   struct StepResult {
@@ -46,8 +47,8 @@ private:
   };
   // emb [N, E] (embedding of the previous word), s [N, Hd] -> s', c, a
   StepResult decoder_step(const EncoderMemory& m, const Tensor& emb, const Tensor& s) const;
-  // s [M, Hd], c [M, Dv], emb [M, E] -> logits [M, V]
-  Tensor readout_logits(const Tensor& s, const Tensor& c, const Tensor& emb) const;
+  // s [M, Hd], c [M, Dv], emb [M, E] -> t [M, R] (dropout applied in training)
+  Tensor readout(const Tensor& s, const Tensor& c, const Tensor& emb) const;
   Tensor drop(const Tensor& x) const;
 
   std::shared_ptr<nn::Embedding> src_embed_, tgt_embed_;

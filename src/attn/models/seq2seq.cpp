@@ -6,17 +6,24 @@
 
 #include "attn/models/luong.h"
 #include "attn/models/model_parts.h"
+#include "attn/models/output_loss.h"
 #include "attn/models/rnnsearch.h"
 
 namespace attn::models {
 
+Tensor Seq2SeqModel::forced_logits(const data::Seq2SeqBatch& b) const {
+  OutputLayer out = output_layer();
+  return linear(forced_features(b), out.weight, out.bias);
+}
+
 Tensor Seq2SeqModel::loss(const data::Seq2SeqBatch& b, const LossOptions& options) const {
-  Tensor logits = forced_logits(b);   // [T * B, V], time-major
+  Tensor features = forced_features(b);    // [T * B, R], time-major
   Tensor targets = time_major(b.tgt_out);  // [T, B]
   CrossEntropyOptions ce;
   ce.ignore_index = data::kPad;
   ce.label_smoothing = options.label_smoothing;
-  return cross_entropy(logits, targets.view({targets.numel()}), ce);
+  OutputLayer out = output_layer();
+  return output_cross_entropy(features, out.weight, out.bias, targets.view({targets.numel()}), ce);
 }
 
 std::unique_ptr<Seq2SeqModel> make_model(const ModelConfig& config, Rng& init, uint64_t dropout_seed) {

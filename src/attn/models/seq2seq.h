@@ -61,14 +61,26 @@ public:
   // One decoder step for N rows: prev [N] ids (BOS at the first step).
   virtual StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev) const = 0;
 
-  // Teacher forcing: logits for every target position, time-major:
-  // b.tgt_in [B, T] -> [T * B, V] (row t * B + b predicts b.tgt_out[b, t]).
-  // The decoder runs step by step (attention depends on the previous state);
-  // the readout and the vocabulary projection run once for all steps.
-  virtual Tensor forced_logits(const data::Seq2SeqBatch& b) const = 0;
+  // Teacher forcing: the features the vocabulary projection reads, for every
+  // target position, time-major: b.tgt_in [B, T] -> [T * B, R] (row t * B + b
+  // predicts b.tgt_out[b, t]). The decoder runs step by step (attention
+  // depends on the previous state); the readout runs once for all steps.
+  virtual Tensor forced_features(const data::Seq2SeqBatch& b) const = 0;
+
+  // The vocabulary projection: logits = features W^T + b.
+  struct OutputLayer {
+    Tensor weight;  // [V, R] (the target embedding when tied)
+    Tensor bias;    // [V]
+  };
+  virtual OutputLayer output_layer() const = 0;
+
+  // Teacher-forced logits [T * B, V] (time-major, as forced_features).
+  Tensor forced_logits(const data::Seq2SeqBatch& b) const;
 
   // Mean cross-entropy per target token (padding ignored, label smoothing as
-  // PyTorch's) of the teacher-forced batch: a scalar.
+  // PyTorch's) of the teacher-forced batch: a scalar. The vocabulary
+  // projection of all steps and the loss run as one fused op
+  // (models/output_loss.h), which never keeps the [T * B, V] logits.
   Tensor loss(const data::Seq2SeqBatch& b, const LossOptions& options = {}) const;
 
   // The Rng that draws dropout masks (its state goes into checkpoints).
