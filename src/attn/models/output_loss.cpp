@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -84,29 +85,35 @@ Tensor output_cross_entropy(const Tensor& x, const Tensor& W, const Tensor& b, c
   const bool grad = autograd::needs_grad({&x, &W, &b});
   Tensor dx, dW, db;
   if (grad) {
-    dx = Tensor::empty({N, R});
+    dx = Tensor::zeros({N, R});  // rows with target == ignore_index keep zero
     dW = Tensor::zeros({V, R});
     if (b.defined()) db = Tensor::zeros({V});
   }
-  Tensor block = Tensor::empty({std::min(N, kBlock), V});
+  // Only the rows that count go through the GEMMs (padding can be a third of a
+  // batch): they are gathered kBlock at a time into xb.
+  std::vector<int64_t> kept;
+  kept.reserve(size_t(count));
+  for (int64_t r = 0; r < N; ++r)
+    if (int64_t(pt[r]) != opt.ignore_index) kept.push_back(r);
+  const int64_t rows = std::min<int64_t>(count, kBlock);
+  Tensor block = Tensor::empty({std::max<int64_t>(rows, 1), V}), xb = Tensor::empty({std::max<int64_t>(rows, 1), R}),
+         dxb = Tensor::empty({std::max<int64_t>(rows, 1), R});
   const float inv_count = count ? 1.0f / float(count) : 0.0f;
   double total = 0;
-  for (int64_t r0 = 0; r0 < N; r0 += kBlock) {
-    const int64_t n = std::min(kBlock, N - r0);
+  for (int64_t k0 = 0; k0 < count; k0 += kBlock) {
+    const int64_t n = std::min(kBlock, count - k0);
     float* lg = block.data();
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(xb.data() + i * R, x.data() + kept[size_t(k0 + i)] * R, size_t(R) * sizeof(float));
     // logits = x W^T + b
     if (b.defined())
-      for (int64_t i = 0; i < n; ++i) std::copy(b.data(), b.data() + V, lg + i * V);
-    kernels::gemm(false, true, n, V, R, 1.0f, x.data() + r0 * R, R, W.data(), R, b.defined() ? 1.0f : 0.0f, lg, V);
+      for (int64_t i = 0; i < n; ++i) std::memcpy(lg + i * V, b.data(), size_t(V) * sizeof(float));
+    kernels::gemm(false, true, n, V, R, 1.0f, xb.data(), R, W.data(), R, b.defined() ? 1.0f : 0.0f, lg, V);
     double block_total = 0;
 #pragma omp parallel for reduction(+ : block_total) schedule(static) if (n * V > kParallelGrain)
     for (int64_t i = 0; i < n; ++i) {
       float* row = lg + i * V;
-      const int64_t t = int64_t(pt[r0 + i]);
-      if (t == opt.ignore_index) {
-        if (grad) std::fill(row, row + V, 0.0f);
-        continue;
-      }
+      const int64_t t = int64_t(pt[kept[size_t(k0 + i)]]);
       const float lt = row[t];
       RowLoss l = softmax_row(row, V);  // row = p
       // -log p_t = lse - logit_t;  mean_c -log p_c = lse - mean_c logit_c
@@ -114,6 +121,7 @@ Tensor output_cross_entropy(const Tensor& x, const Tensor& W, const Tensor& b, c
       if (grad) {
         // d loss / d logits = (p - (1-eps) onehot(t) - eps/V) / count
         const float sub = eps / float(V);
+#pragma omp simd
         for (int64_t c = 0; c < V; ++c) row[c] = (row[c] - sub) * inv_count;
         row[t] -= (1.0f - eps) * inv_count;
       }
@@ -121,8 +129,10 @@ Tensor output_cross_entropy(const Tensor& x, const Tensor& W, const Tensor& b, c
     total += block_total;
     if (grad) {
       // logits = x W^T + b  =>  dx = dlogits W,  dW += dlogits^T x,  db += column sums of dlogits
-      kernels::gemm(false, false, n, R, V, 1.0f, lg, V, W.data(), R, 0.0f, dx.data() + r0 * R, R);
-      kernels::gemm(true, false, V, R, n, 1.0f, lg, V, x.data() + r0 * R, R, 1.0f, dW.data(), R);
+      kernels::gemm(false, false, n, R, V, 1.0f, lg, V, W.data(), R, 0.0f, dxb.data(), R);
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(dx.data() + kept[size_t(k0 + i)] * R, dxb.data() + i * R, size_t(R) * sizeof(float));
+      kernels::gemm(true, false, V, R, n, 1.0f, lg, V, xb.data(), R, 1.0f, dW.data(), R);
       if (b.defined()) {
         float* pdb = db.data();
         for (int64_t i = 0; i < n; ++i) {

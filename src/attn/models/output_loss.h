@@ -8,11 +8,11 @@
 //   loss   = mean over rows with target != ignore_index of
 //            (1 - eps) (-log p_t) + eps mean_c (-log p_c),  p = softmax(logits)
 // i.e. cross_entropy(linear(x, W, b), targets, {ignore_index, eps}) of
-// autograd/ops.h, computed in blocks of rows so that no [N, V] tensor
-// outlives a block: each block's logits go through a vectorised log-softmax,
-// and, when a gradient is wanted, its dlogits = (p - q) / count (q the
-// smoothed one-hot) goes straight into dx = dlogits W, dW += dlogits^T x and
-// db += column sums. The backward only scales these by the incoming gradient
+// autograd/ops.h, computed in blocks of the rows that count (padding rows,
+// target == ignore_index, are skipped) so that no [N, V] tensor outlives a
+// block: each block's logits go through a vectorised log-softmax and, when a
+// gradient is wanted, its dlogits = (p - q) / count (q the smoothed one-hot)
+// goes straight into dx = dlogits W, dW += dlogits^T x and db += column sums. The backward only scales these by the incoming gradient
 // (the loss is linear in it). So the gradient work happens in the forward
 // call; without grad mode only the loss is computed.
 #pragma once
