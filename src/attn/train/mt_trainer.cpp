@@ -438,11 +438,13 @@ TrainSummary train_translation(const TrainConfig& cfg_in, const RunOptions& run)
   sum.best_perplexity = extra.best_ppl;
   sum.train_seconds = run_s;
   sum.tgt_tokens_per_s = run_s > 0 ? run_tokens / run_s : 0;
+  char best[96] = "no validation yet";
+  if (sum.best_bleu)
+    std::snprintf(best, sizeof best, "best BLEU %.2f, best ppl %.3f", *sum.best_bleu, sum.best_perplexity.value_or(0));
   char buf[300];
-  std::snprintf(buf, sizeof buf, "%s after %lld steps (%s): best BLEU %.2f, best ppl %.3f; %.0f tgt tok/s over %s",
-                sum.completed ? ("finished: " + reason).c_str() : "interrupted", (long long)state.step,
-                hms(extra.elapsed_s).c_str(), sum.best_bleu.value_or(0), sum.best_perplexity.value_or(0),
-                sum.tgt_tokens_per_s, hms(run_s).c_str());
+  std::snprintf(buf, sizeof buf, "%s after %lld steps (%s of training): %s; this run %.0f tgt tok/s over %s",
+                sum.completed ? ("finished: " + reason).c_str() : "interrupted, checkpoint saved", (long long)state.step,
+                hms(extra.elapsed_s).c_str(), best, sum.tgt_tokens_per_s, hms(run_s).c_str());
   print(buf);
   return sum;
 }
