@@ -83,7 +83,7 @@ public:
   // Throws naming the first key that no get_* asked for.
   void finish() const {
     for (auto it = j_.begin(); it != j_.end(); ++it)
-      if (!seen_.count(it.key())) {
+      if (!asked_.count(it.key())) {
         std::string known;
         for (const auto& k : asked_) known += (known.empty() ? "" : ", ") + k;
         throw std::invalid_argument(path_ + "." + it.key() + ": unknown key (known keys: " + known + ")");
@@ -95,7 +95,6 @@ public:
 private:
   const nlohmann::json* take(const std::string& key) {
     asked_.insert(key);
-    seen_.insert(key);
     if (!j_.contains(key) || j_.at(key).is_null()) return nullptr;
     return &j_.at(key);
   }
@@ -105,8 +104,7 @@ private:
 
   const nlohmann::json& j_;
   std::string path_;
-  std::set<std::string> seen_;
-  std::set<std::string> asked_;
+  std::set<std::string> asked_;  // every key a get_* asked for, present or not
 };
 
 }  // namespace attn::config
