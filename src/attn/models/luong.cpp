@@ -6,6 +6,7 @@
 #include "attn/attention/attention.h"
 #include "attn/autograd/ops_sequence.h"
 #include "attn/models/model_parts.h"
+#include "attn/models/output_loss.h"
 
 namespace attn::models {
 
@@ -148,7 +149,8 @@ StepOutput Luong::step(const EncoderMemory& m, const DecoderState& state, const 
     throw std::invalid_argument("luong step: expects the state from encode()/step() and prev [N]");
   StepResult r = decoder_step(m, tgt_embed_->forward(prev), state);
   StepOutput out;
-  out.log_probs = log_softmax(linear(feed(r.state), out_w_, out_b_), -1);
+  Tensor logits = linear(feed(r.state), out_w_, out_b_);
+  out.log_probs = autograd::grad_enabled() ? log_softmax(logits, -1) : log_softmax_rows(logits);
   out.weights = r.weights;
   out.state = std::move(r.state);
   return out;

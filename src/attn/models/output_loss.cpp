@@ -154,4 +154,20 @@ Tensor output_cross_entropy(const Tensor& x, const Tensor& W, const Tensor& b, c
   return out;
 }
 
+Tensor log_softmax_rows(const Tensor& logits) {
+  if (!logits.defined() || logits.dim() != 2)
+    throw std::invalid_argument("log_softmax_rows: expects logits [N, V], got " +
+                                (logits.defined() ? logits.shape().str() : std::string("undefined")));
+  const int64_t N = logits.size(0), V = logits.size(1);
+  Tensor out = logits.clone();
+#pragma omp parallel for schedule(static) if (N * V > kParallelGrain)
+  for (int64_t i = 0; i < N; ++i) {
+    float* row = out.data() + i * V;
+    const float* in = logits.data() + i * V;
+    const float lse = softmax_row(row, V).lse;  // row = p; log p = logit - lse (exact where p underflows)
+    for (int64_t c = 0; c < V; ++c) row[c] = in[c] - lse;
+  }
+  return out;
+}
+
 }  // namespace attn::models

@@ -26,4 +26,8 @@ namespace attn::models {
 Tensor output_cross_entropy(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& targets,
                             const CrossEntropyOptions& options = {});
 
+// Log-softmax over the last axis of logits [N, V] with the vectorised
+// kernel of the op above; no autograd (decoding's step()).
+Tensor log_softmax_rows(const Tensor& logits);
+
 }  // namespace attn::models

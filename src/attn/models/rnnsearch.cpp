@@ -4,6 +4,7 @@
 
 #include "attn/attention/additive_step.h"
 #include "attn/models/model_parts.h"
+#include "attn/models/output_loss.h"
 #include "attn/models/rnnsearch_decoder.h"
 
 namespace attn::models {
@@ -88,7 +89,8 @@ StepOutput RnnSearch::step(const EncoderMemory& m, const DecoderState& state, co
   Tensor emb = tgt_embed_->forward(prev);  // [N, E]
   StepResult r = decoder_step(m, emb, state.tensors[0]);
   StepOutput out;
-  out.log_probs = log_softmax(linear(readout(r.s, r.context, emb), out_w_, out_b_), -1);  // W_y t + b_y
+  Tensor logits = linear(readout(r.s, r.context, emb), out_w_, out_b_);  // W_y t + b_y
+  out.log_probs = autograd::grad_enabled() ? log_softmax(logits, -1) : log_softmax_rows(logits);
   out.weights = r.weights;
   out.state.tensors = {r.s};
   return out;
