@@ -14,6 +14,7 @@ const std::vector<std::string>& op_names() {
       "embedding", "dropout", "layer_norm", "cross_entropy",
       "gru", "lstm",
       "sdpa_fused", "additive_step", "additive_scores",
+      "unbind", "output_cross_entropy", "rnnsearch_decoder",
   };
   return names;
 }

@@ -33,5 +33,10 @@ std::vector<nlohmann::json> run_peer(const BenchOptions& opt, const std::string&
 void bench_gemm(const BenchOptions& opt);   // sgemm GFLOP/s at n = 1024, 2048: the machine's ceiling
 void bench_gru(const BenchOptions& opt);    // GRU layer fwd+bwd, batch 64, hidden 512, len 30, vs torch
 void bench_attention(const BenchOptions& opt);  // SDPA fused/naive, MHA, additive step, vs torch
+// rnnsearch training step (fwd + bwd + clip + Adam): target tokens/s per shape ("lean", "tutorial"), vs torch
+void bench_mt_train(const BenchOptions& opt, const std::vector<std::string>& shapes, int64_t batch);
+// rnnsearch greedy / beam decoding: sentences/s per shape, batch size and beam, vs torch
+void bench_mt_decode(const BenchOptions& opt, const std::vector<std::string>& shapes, const std::vector<int64_t>& batches,
+                     const std::vector<int>& beams);
 
 }  // namespace attn::bench

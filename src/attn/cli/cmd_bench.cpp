@@ -11,21 +11,33 @@ void add_bench_command(CLI::App& app) {
   auto opt = std::make_shared<bench::BenchOptions>();
   auto suites = std::make_shared<std::vector<std::string>>();
   opt->peer_dir = std::string(ATTN_SOURCE_DIR) + "/bench/peers";
-  cmd->add_option("suites", *suites, "what to run: gemm, gru, attention (default: all)");
+  cmd->add_option("suites", *suites, "what to run: gemm, gru, attention, train, decode (default: all)");
+  auto shapes = std::make_shared<std::vector<std::string>>(std::vector<std::string>{"lean"});
+  auto batch = std::make_shared<int64_t>(64);
+  auto dec_batches = std::make_shared<std::vector<int64_t>>(std::vector<int64_t>{1, 64});
+  auto beams = std::make_shared<std::vector<int>>(std::vector<int>{1, 5});
+  cmd->add_option("--model", *shapes, "train/decode: rnnsearch shapes, lean and/or tutorial")->capture_default_str();
+  cmd->add_option("--batch", *batch, "train: sentences per batch")->capture_default_str();
+  cmd->add_option("--decode-batch", *dec_batches, "decode: batch sizes")->capture_default_str();
+  cmd->add_option("--beam", *beams, "decode: beam sizes (1: greedy)")->capture_default_str();
   cmd->add_option("--threads", opt->threads, "threads for us and for the peer")->capture_default_str();
   cmd->add_option("--repeats", opt->repeats, "timed calls per figure (median reported)")->capture_default_str();
   cmd->add_flag("!--no-peers", opt->run_peers, "skip the PyTorch peer");
   cmd->add_flag("--large", opt->large, "also the long shapes (minutes)");
   cmd->add_option("--python", opt->python, "interpreter with python3-torch")->capture_default_str();
-  cmd->callback([opt, suites] {
+  cmd->callback([opt, suites, shapes, batch, dec_batches, beams] {
     std::set<std::string> want(suites->begin(), suites->end());
     auto run = [&](const std::string& name) { return want.empty() || want.count(name); };
     for (const auto& s : want)
-      if (s != "gemm" && s != "gru" && s != "attention")
-        throw std::invalid_argument("bench: unknown suite '" + s + "' (gemm, gru, attention)");
+      if (s != "gemm" && s != "gru" && s != "attention" && s != "train" && s != "decode")
+        throw std::invalid_argument("bench: unknown suite '" + s + "' (gemm, gru, attention, train, decode)");
+    for (const auto& m : *shapes)
+      if (m != "lean" && m != "tutorial") throw std::invalid_argument("bench: unknown model shape '" + m + "'");
     if (run("gemm")) bench::bench_gemm(*opt);
     if (run("gru")) bench::bench_gru(*opt);
     if (run("attention")) bench::bench_attention(*opt);
+    if (run("train")) bench::bench_mt_train(*opt, *shapes, *batch);
+    if (run("decode")) bench::bench_mt_decode(*opt, *shapes, *dec_batches, *beams);
   });
 }
 

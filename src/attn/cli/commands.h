@@ -1,8 +1,17 @@
 // Each subcommand registers itself on the app with its options and callback.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 namespace attn::cli {
 void add_demo_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_vocab_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_translate_command(CLI::App& app);
+void add_score_command(CLI::App& app);
+
+// All lines of stdin; throws std::invalid_argument "stdin:<line>: invalid UTF-8 at byte <k>".
+std::vector<std::string> read_stdin_lines();
 }  // namespace attn::cli

@@ -8,6 +8,10 @@ int main(int argc, char** argv) {
   CLI::App app{"attn: attention models in C++ - train, run, and see the attention"};
   app.require_subcommand(1);
   attn::cli::add_demo_command(app);
+  attn::cli::add_vocab_command(app);
+  attn::cli::add_train_command(app);
+  attn::cli::add_translate_command(app);
+  attn::cli::add_score_command(app);
   attn::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);

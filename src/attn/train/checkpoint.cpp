@@ -70,6 +70,7 @@ std::string trainer_json(const TrainerState& s, const std::string& id) {
     j["best_valid_score"] = *s.best_valid_score;
   else
     j["best_valid_score"] = nullptr;
+  j["extra"] = nlohmann::ordered_json::parse(s.extra_json);
   return j.dump(2) + "\n";
 }
 
@@ -98,6 +99,10 @@ TrainerState parse_trainer_json(const std::string& path, std::string& id) {
     s.rng_state = field("rng_state").get<std::string>();
     const auto& best = field("best_valid_score");
     if (!best.is_null()) s.best_valid_score = best.get<double>();
+    if (j.contains("extra")) {  // optional: files written before the field existed have none
+      if (!j["extra"].is_object()) throw std::runtime_error(path + ": field 'extra' is not a JSON object");
+      s.extra_json = j["extra"].dump();
+    }
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(path + ": malformed field: " + e.what());
   }
@@ -119,6 +124,11 @@ void check_id(const SafetensorsFile& f, const std::string& id, const std::string
 void save_checkpoint(const std::string& dir, const CheckpointSave& what) {
   if (!what.model) throw std::invalid_argument("save_checkpoint(" + dir + "): no model given");
   detail::check_config_json(what.config_json);
+  try {
+    detail::check_config_json(what.trainer.extra_json);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("save_checkpoint(" + dir + "): trainer extra state: " + e.what());
+  }
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw std::runtime_error(dir + ": cannot create checkpoint directory: " + ec.message());

@@ -67,6 +67,7 @@ struct TrainerState {
   int64_t data_position = 0;               // batches of the current epoch already consumed
   std::string rng_state;                   // attn::Rng::state() of the run's Rng; "" when none
   std::optional<double> best_valid_score;  // best validation score so far; empty before the first validation
+  std::string extra_json = "{}";           // the trainer's own state (a JSON object's text, e.g. schedule counters)
 };
 
 // What save_checkpoint writes.

@@ -1,0 +1,138 @@
+// Translation benchmarks: training throughput (target tokens/s of forward +
+// backward + clipping + Adam on one batch) and decoding speed (sentences/s,
+// greedy and beam), for rnnsearch in two shapes, vs the PyTorch peer
+// (bench/peers/torch_rnnsearch.py) on the same shapes and lengths.
+//
+// Shapes ("model"):
+//   lean      vocab 8000, embedding 256, bi-GRU 256, decoder GRU 512, attention 256, readout 256
+//             (the lean PyTorch rnnsearch, 9.8M parameters)
+//   tutorial  vocab 8000, embedding 256, bi-GRU 512, decoder GRU 512, attention 512, readout 256
+// Batch: `batch` sentences with source and target lengths 8 + (7 b mod 13)
+// (Multi30k-like, 8..20 pieces); ids drawn from a fixed Rng. An untrained
+// model rarely emits EOS, so decoding runs the full length limit
+// (1.5 * source + 5 steps) on both sides: a per-step comparison.
+#include <algorithm>
+#include <cmath>
+
+#include "attn/autograd/node.h"
+#include "attn/bench/bench.h"
+#include "attn/decode/search.h"
+#include "attn/models/seq2seq.h"
+#include "attn/tensor/pool.h"
+#include "attn/tensor/threading.h"
+#include "attn/train/clip_grad.h"
+#include "attn/train/optim.h"
+
+namespace attn::bench {
+namespace {
+
+models::ModelConfig shape(const std::string& name) {
+  models::ModelConfig c;
+  c.type = models::ModelType::RnnSearch;
+  c.src_vocab = c.tgt_vocab = 8000;
+  c.embed = 256;
+  c.encoder_hidden = name == "tutorial" ? 512 : 256;
+  c.decoder_hidden = 512;
+  c.attention = name == "tutorial" ? 512 : 256;
+  c.readout = 256;
+  c.dropout = 0.2;
+  return c;
+}
+
+int64_t length_of(int64_t b) { return 8 + (7 * b) % 13; }
+
+data::Seq2SeqBatch make_batch(int64_t B, int64_t vocab) {
+  Rng rng(7);
+  data::Seq2SeqBatch b;
+  int64_t S = 0;
+  for (int64_t i = 0; i < B; ++i) S = std::max(S, length_of(i));
+  const int64_t T = S + 1;
+  b.src = Tensor::zeros({B, S});
+  b.tgt_in = Tensor::zeros({B, T});
+  b.tgt_out = Tensor::zeros({B, T});
+  for (int64_t i = 0; i < B; ++i) {
+    const int64_t L = length_of(i);
+    b.src_lengths.push_back(L);
+    std::vector<int> tgt;
+    for (int64_t j = 0; j < L; ++j) {
+      b.src.data()[i * S + j] = float(4 + rng.below(uint64_t(vocab - 4)));
+      tgt.push_back(int(4 + rng.below(uint64_t(vocab - 4))));
+    }
+    b.tgt_in.data()[i * T] = data::kBos;
+    for (int64_t j = 0; j < L; ++j) {
+      b.tgt_in.data()[i * T + j + 1] = float(tgt[size_t(j)]);
+      b.tgt_out.data()[i * T + j] = float(tgt[size_t(j)]);
+    }
+    b.tgt_out.data()[i * T + L] = data::kEos;
+    b.targets.push_back(tgt);
+  }
+  return b;
+}
+
+}  // namespace
+
+void bench_mt_train(const BenchOptions& opt, const std::vector<std::string>& shapes, int64_t batch) {
+  set_num_threads(opt.threads);
+  for (const std::string& name : shapes) {
+    models::ModelConfig c = shape(name);
+    Rng init(1);
+    auto model = models::make_model(c, init, 2);
+    model->train(true);
+    train::Adam adam(model->named_parameters());
+    data::Seq2SeqBatch b = make_batch(batch, c.tgt_vocab);
+    int64_t tokens = 0;
+    for (const auto& t : b.targets) tokens += int64_t(t.size()) + 1;
+    models::LossOptions lo;
+    lo.label_smoothing = 0.1f;
+    const double ms = median_ms(
+        [&] {
+          adam.zero_grad();
+          Tensor loss = model->loss(b, lo);
+          backward(loss);
+          train::clip_grad_norm(adam.params(), 1.0);
+          adam.step();
+        },
+        opt.repeats);
+    emit({{"bench", "train"}, {"impl", "attn"}, {"model", name}, {"batch", batch}, {"threads", opt.threads},
+          {"params", model->num_parameters()}, {"tgt_tokens", tokens}, {"step_ms", ms},
+          {"tgt_tokens_per_s", double(tokens) / (ms / 1000.0)}, {"pool_peak_bytes", pool::stats().peak_bytes_in_use}});
+    if (opt.run_peers)
+      run_peer(opt, "torch_rnnsearch.py", "--mode train --model " + name + " --batch " + std::to_string(batch));
+  }
+}
+
+void bench_mt_decode(const BenchOptions& opt, const std::vector<std::string>& shapes, const std::vector<int64_t>& batches,
+                     const std::vector<int>& beams) {
+  set_num_threads(opt.threads);
+  for (const std::string& name : shapes) {
+    models::ModelConfig c = shape(name);
+    Rng init(1);
+    auto model = models::make_model(c, init, 2);
+    model->train(false);
+    for (int64_t batch : batches)
+      for (int beam : beams) {
+        data::Seq2SeqBatch b = make_batch(batch, c.src_vocab);
+        decode::SearchOptions so;
+        so.beam = beam;
+        so.max_len_ratio = 1.5;
+        so.max_len_offset = 5;
+        so.alignments = false;
+        int64_t steps = 0;
+        const double ms = median_ms(
+            [&] {
+              auto r = decode::search(*model, b.src, b.src_lengths, so);
+              steps = 0;
+              for (const auto& x : r) steps += int64_t(x.hypotheses[0].tokens.size());
+            },
+            std::max(3, opt.repeats / (batch == 1 ? 1 : 2)), 1);
+        emit({{"bench", "decode"}, {"impl", "attn"}, {"model", name}, {"batch", batch}, {"beam", beam},
+              {"threads", opt.threads}, {"ms", ms}, {"sents_per_s", double(batch) / (ms / 1000.0)},
+              {"tokens_out", steps}});
+        if (opt.run_peers)
+          run_peer(opt, "torch_rnnsearch.py", "--mode decode --model " + name + " --batch " + std::to_string(batch) +
+                                                  " --beam " + std::to_string(beam));
+      }
+  }
+}
+
+}  // namespace attn::bench

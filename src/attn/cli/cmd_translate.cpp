@@ -1,0 +1,122 @@
+// `attn translate --model DIR`: raw text in (stdin or -i), translations out
+// (stdout or -o), greedy or beam search, n-best lists, alignments.
+//
+// Output per input line:
+//   default          the best translation
+//   --nbest N        N lines "i ||| translation ||| score" (Moses n-best format, i 0-based)
+//   --alignments hard  "translation ||| 0-0 1-2 ..." (source word - target word, as Marian),
+//                      or the pairs alone in --alignments-out FILE (one line per translation)
+//   --alignments soft  one JSON object {"id" (n-best only), "translation", "score", "src", "tgt",
+//                      "weights"} per translation
+//                      (rows: target pieces and </s>, columns: source pieces), or the
+//                      matrix alone in --alignments-out FILE
+// An empty input line gives an empty output line.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "attn/cli/commands.h"
+#include "attn/data/line_reader.h"
+#include "attn/decode/alignment.h"
+#include "attn/decode/translator.h"
+#include "attn/tensor/threading.h"
+#include "attn/train/model_dir.h"
+
+namespace attn::cli {
+
+void add_translate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("translate", "translate text with a trained model (stdin -> stdout, or files)");
+  struct Opts {
+    std::string model, weights, input, output, alignments, alignments_out;
+    int beam = 5, nbest = 1, threads = 0;
+    double length_penalty = 1.0, max_len_ratio = 2.0;
+    int64_t batch = 64, chunk = 2000;
+  };
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("-m,--model", o->model, "run directory written by `attn train`")->required();
+  cmd->add_option("--weights", o->weights, "weights file instead of DIR/model.safetensors (e.g. DIR/checkpoint/model.safetensors)");
+  cmd->add_option("-i,--input", o->input, "input file (default: stdin)");
+  cmd->add_option("-o,--output", o->output, "output file (default: stdout)");
+  cmd->add_option("-b,--beam", o->beam, "beam size (1: greedy)")->capture_default_str();
+  cmd->add_option("-n,--nbest", o->nbest, "hypotheses per sentence (<= beam)")->capture_default_str();
+  cmd->add_option("--length-penalty", o->length_penalty, "score = log p / length^alpha")->capture_default_str();
+  cmd->add_option("--max-len-ratio", o->max_len_ratio, "at most ratio * source length + 5 target pieces")
+      ->capture_default_str();
+  cmd->add_option("--alignments", o->alignments, "soft (JSON weight matrices) or hard (i-j word pairs)")
+      ->check(CLI::IsMember({"soft", "hard"}));
+  cmd->add_option("--alignments-out", o->alignments_out, "write alignments to this file instead of inline");
+  cmd->add_option("--batch", o->batch, "sentences decoded together")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
+  cmd->callback([o] {
+    set_num_threads(o->threads);
+    train::TranslationModel tm = train::load_translation_model(o->model, o->weights);
+    std::vector<std::string> lines = o->input.empty() ? read_stdin_lines() : data::read_lines(o->input);
+    std::ofstream out_file, align_file;
+    if (!o->output.empty()) {
+      out_file.open(o->output);
+      if (!out_file) throw std::runtime_error(o->output + ": cannot write");
+    }
+    if (!o->alignments_out.empty()) {
+      if (o->alignments.empty()) throw std::invalid_argument("--alignments-out needs --alignments soft|hard");
+      align_file.open(o->alignments_out);
+      if (!align_file) throw std::runtime_error(o->alignments_out + ": cannot write");
+    }
+    std::ostream& out = o->output.empty() ? std::cout : out_file;
+    decode::TranslateOptions to;
+    to.search.beam = o->beam;
+    to.search.nbest = o->nbest;
+    to.search.length_penalty = o->length_penalty;
+    to.search.max_len_ratio = o->max_len_ratio;
+    to.search.alignments = !o->alignments.empty();
+    to.batch_sentences = o->batch;
+    const bool inline_align = align_file.is_open() == false && !o->alignments.empty();
+    for (size_t start = 0; start < lines.size(); start += size_t(o->chunk)) {
+      const size_t end = std::min(lines.size(), start + size_t(o->chunk));
+      std::vector<std::string> chunk(lines.begin() + long(start), lines.begin() + long(end));
+      std::vector<decode::Translation> tr = decode::translate_lines(*tm.model, *tm.src_vocab, *tm.tgt_vocab, chunk, to);
+      for (size_t i = 0; i < tr.size(); ++i) {
+        const decode::Translation& t = tr[i];
+        const size_t shown = o->nbest > 1 ? size_t(o->nbest) : 1;
+        for (size_t k = 0; k < shown; ++k) {
+          const decode::TranslatedHypothesis* h = k < t.hypotheses.size() ? &t.hypotheses[k] : nullptr;
+          if (!h && k > 0) break;  // empty line: one (empty) entry
+          const std::string text = h ? h->text : "";
+          std::string align;
+          if (h && o->alignments == "hard")
+            align = decode::format_alignment(
+                decode::hard_alignment(h->attention, int64_t(t.src_pieces.size()), t.src_pieces, h->pieces));
+          std::string soft;
+          if (o->alignments == "soft") {
+            soft = h ? decode::soft_alignment_json(h->attention, int64_t(t.src_pieces.size()), t.src_pieces, h->pieces,
+                                                   h->finished)
+                     : std::string(R"({"src":[],"tgt":[],"weights":[]})");
+          }
+          std::string line;
+          if (o->nbest > 1) {
+            char score[32];
+            std::snprintf(score, sizeof score, "%.6f", h ? h->score : 0.0);
+            line = std::to_string(start + i) + " ||| " + text + " ||| " + score;
+          } else {
+            line = text;
+          }
+          if (inline_align && o->alignments == "hard" && h) line += " ||| " + align;
+          if (inline_align && o->alignments == "soft" && h) {
+            nlohmann::ordered_json j = nlohmann::ordered_json::parse(soft);
+            nlohmann::ordered_json w;
+            if (o->nbest > 1) w["id"] = start + i;
+            w["translation"] = text;
+            w["score"] = h->score;
+            for (auto it = j.begin(); it != j.end(); ++it) w[it.key()] = it.value();
+            line = w.dump();
+          }
+          out << line << "\n";
+          if (align_file.is_open()) align_file << (o->alignments == "hard" ? align : soft) << "\n";
+        }
+      }
+      out.flush();
+    }
+  });
+}
+
+}  // namespace attn::cli

@@ -1,0 +1,60 @@
+// Batched greedy and beam search over any Seq2SeqModel (models/seq2seq.h).
+//
+// Legend: B sentences, K beam size, N decoder rows (B for greedy, B_active * K
+// for beam search), S padded source length, V target vocabulary.
+//
+// Both searches run the model one step at a time for all unfinished
+// sentences together; a sentence that finishes leaves the batch (its rows are
+// dropped from the encoder memory and the decoder state), so late steps cost
+// only what the long sentences need.
+//
+// Scores: log_prob is the sum of log p over the emitted tokens including EOS;
+// score = log_prob / length^length_penalty with length = tokens + 1 (EOS) for a
+// finished hypothesis (fairseq's lenpen; 0 = raw sum). Beam search ranks
+// partial hypotheses by log_prob and finished ones by score. An extension to
+// EOS among a step's top K completes a hypothesis; a sentence is done when
+// the step's best extension is EOS (and nbest hypotheses are complete) or at
+// the length limit, where its live beams join the finished ones. At beam 1
+// this is exactly greedy search.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "attn/models/seq2seq.h"
+
+namespace attn::decode {
+
+struct SearchOptions {
+  int beam = 1;                  // K: hypotheses kept per sentence (1 = greedy)
+  int nbest = 1;                 // hypotheses returned per sentence, best first (<= beam)
+  double length_penalty = 1.0;   // alpha in score = log_prob / length^alpha (0: raw log-probability)
+  double max_len_ratio = 2.0;    // at most max_len_ratio * src_len + max_len_offset steps (EOS included)
+  int64_t max_len_offset = 5;    // see max_len_ratio
+  bool alignments = true;        // keep each hypothesis' attention weights
+};
+
+struct Hypothesis {
+  std::vector<int> tokens;       // target ids without BOS / EOS
+  double log_prob = 0;           // sum of log-probabilities of tokens (+ EOS when finished)
+  double score = 0;              // log_prob / length^length_penalty
+  bool finished = false;         // ended with EOS (false: stopped at the length limit)
+  std::vector<float> attention;  // [steps, src_len] row-major weights, steps = tokens + finished
+};
+
+struct SearchResult {
+  int64_t src_len = 0;                  // source length of this sentence
+  std::vector<Hypothesis> hypotheses;   // nbest hypotheses, best score first
+};
+
+// Throws std::invalid_argument on options out of range (beam < 1, nbest
+// outside [1, beam], negative ratio) or sources the model rejects.
+// src [B, S], lengths [B] in [1, S] -> B results.
+std::vector<SearchResult> greedy_search(const models::Seq2SeqModel& model, const Tensor& src,
+                                        const std::vector<int64_t>& lengths, const SearchOptions& options = {});
+std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const Tensor& src,
+                                      const std::vector<int64_t>& lengths, const SearchOptions& options = {});
+// beam_search when options.beam > 1 or nbest > 1, else greedy_search.
+std::vector<SearchResult> search(const models::Seq2SeqModel& model, const Tensor& src,
+                                 const std::vector<int64_t>& lengths, const SearchOptions& options = {});
+
+}  // namespace attn::decode

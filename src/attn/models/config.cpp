@@ -1,0 +1,128 @@
+#include "attn/models/config.h"
+
+#include <stdexcept>
+
+#include "attn/models/config_reader.h"
+
+namespace attn::models {
+namespace {
+
+const std::vector<std::pair<std::string, ModelType>> kTypes = {{"rnnsearch", ModelType::RnnSearch},
+                                                               {"luong", ModelType::Luong}};
+const std::vector<std::pair<std::string, CellType>> kCells = {{"gru", CellType::Gru}, {"lstm", CellType::Lstm}};
+const std::vector<std::pair<std::string, LuongScore>> kScores = {
+    {"dot", LuongScore::Dot}, {"general", LuongScore::General}, {"concat", LuongScore::Concat}};
+const std::vector<std::pair<std::string, LuongWindow>> kWindows = {
+    {"global", LuongWindow::Global}, {"local-m", LuongWindow::LocalM}, {"local-p", LuongWindow::LocalP}};
+const std::vector<std::pair<std::string, DecoderInit>> kInits = {
+    {"mean", DecoderInit::Mean}, {"backward", DecoderInit::Backward}, {"zero", DecoderInit::Zero}};
+const std::vector<std::pair<std::string, TiedEmbeddings>> kTied = {
+    {"none", TiedEmbeddings::None}, {"decoder", TiedEmbeddings::Decoder}, {"all", TiedEmbeddings::All}};
+
+template <class E>
+const char* lookup(const std::vector<std::pair<std::string, E>>& names, E e) {
+  for (const auto& [n, v] : names)
+    if (v == e) return n.c_str();
+  return "?";
+}
+
+void require(bool ok, const std::string& msg) {
+  if (!ok) throw std::invalid_argument("model config: " + msg);
+}
+
+}  // namespace
+
+const char* name(ModelType t) { return lookup(kTypes, t); }
+const char* name(CellType t) { return lookup(kCells, t); }
+const char* name(LuongScore s) { return lookup(kScores, s); }
+const char* name(LuongWindow w) { return lookup(kWindows, w); }
+
+void validate(const ModelConfig& c) {
+  require(c.src_vocab > 4, "src_vocab " + std::to_string(c.src_vocab) + " must be > 4 (4 special ids)");
+  require(c.tgt_vocab > 4, "tgt_vocab " + std::to_string(c.tgt_vocab) + " must be > 4 (4 special ids)");
+  for (auto [n, v] : {std::pair<const char*, int64_t>{"embed", c.embed}, {"encoder_hidden", c.encoder_hidden},
+                      {"encoder_layers", c.encoder_layers}, {"decoder_hidden", c.decoder_hidden},
+                      {"decoder_layers", c.decoder_layers}, {"attention", c.attention}, {"readout", c.readout}})
+    require(v > 0, std::string(n) + " = " + std::to_string(v) + " must be > 0");
+  require(c.dropout >= 0 && c.dropout < 1, "dropout " + std::to_string(c.dropout) + " outside [0, 1)");
+  require(c.window_half_width >= 0, "window_half_width must be >= 0");
+  if (c.tied_embeddings == TiedEmbeddings::All)
+    require(c.src_vocab == c.tgt_vocab, "tied_embeddings: all needs one joint vocabulary (src_vocab " +
+                                            std::to_string(c.src_vocab) + " != tgt_vocab " +
+                                            std::to_string(c.tgt_vocab) + ")");
+  if (c.type == ModelType::RnnSearch) {
+    require(c.cell == CellType::Gru, "rnnsearch uses GRU cells (Bahdanau et al.); set cell: gru or type: luong");
+    require(c.decoder_layers == 1, "rnnsearch has one decoder layer; decoder_layers = " +
+                                       std::to_string(c.decoder_layers));
+    require(c.bidirectional, "rnnsearch's encoder is bidirectional; set bidirectional: true or type: luong");
+    if (c.tied_embeddings != TiedEmbeddings::None)
+      require(c.readout == c.embed, "tied_embeddings needs readout == embed (" + std::to_string(c.readout) +
+                                        " != " + std::to_string(c.embed) + ")");
+  } else {
+    require(c.decoder_hidden == c.encoder_hidden * (c.bidirectional ? 2 : 1) || c.score != LuongScore::Dot,
+            "luong dot scores need decoder_hidden == encoder output size (" + std::to_string(c.decoder_hidden) +
+                " vs " + std::to_string(c.encoder_hidden * (c.bidirectional ? 2 : 1)) + "); use score: general");
+    require(c.window == LuongWindow::Global || c.score != LuongScore::Concat,
+            "local attention (window local-m / local-p) supports score dot or general, not concat");
+    if (c.tied_embeddings != TiedEmbeddings::None)
+      require(c.decoder_hidden == c.embed, "tied_embeddings needs decoder_hidden == embed for luong (" +
+                                               std::to_string(c.decoder_hidden) + " != " + std::to_string(c.embed) +
+                                               ")");
+  }
+}
+
+std::string to_json(const ModelConfig& c) {
+  nlohmann::ordered_json j;
+  j["type"] = name(c.type);
+  j["src_vocab"] = c.src_vocab;
+  j["tgt_vocab"] = c.tgt_vocab;
+  j["embed"] = c.embed;
+  j["encoder_hidden"] = c.encoder_hidden;
+  j["encoder_layers"] = c.encoder_layers;
+  j["bidirectional"] = c.bidirectional;
+  j["decoder_hidden"] = c.decoder_hidden;
+  j["decoder_layers"] = c.decoder_layers;
+  j["cell"] = name(c.cell);
+  j["attention"] = c.attention;
+  j["score"] = name(c.score);
+  j["window"] = name(c.window);
+  j["window_half_width"] = c.window_half_width;
+  j["readout"] = c.readout;
+  j["decoder_init"] = lookup(kInits, c.decoder_init);
+  j["dropout"] = c.dropout;
+  j["tied_embeddings"] = lookup(kTied, c.tied_embeddings);
+  return j.dump();
+}
+
+ModelConfig model_config_from_json(const std::string& json_text, const std::string& path) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument(path + ": not valid JSON: " + e.what());
+  }
+  config::ObjectReader r(j, path);
+  ModelConfig c;
+  c.type = r.get_enum("type", c.type, kTypes);
+  c.src_vocab = r.get_int("src_vocab", c.src_vocab);
+  c.tgt_vocab = r.get_int("tgt_vocab", c.tgt_vocab);
+  c.embed = r.get_int("embed", c.embed);
+  c.encoder_hidden = r.get_int("encoder_hidden", c.encoder_hidden);
+  c.encoder_layers = r.get_int("encoder_layers", c.encoder_layers);
+  c.bidirectional = r.get_bool("bidirectional", c.bidirectional);
+  c.decoder_hidden = r.get_int("decoder_hidden", c.decoder_hidden);
+  c.decoder_layers = r.get_int("decoder_layers", c.decoder_layers);
+  c.cell = r.get_enum("cell", c.cell, kCells);
+  c.attention = r.get_int("attention", c.attention);
+  c.score = r.get_enum("score", c.score, kScores);
+  c.window = r.get_enum("window", c.window, kWindows);
+  c.window_half_width = r.get_int("window_half_width", c.window_half_width);
+  c.readout = r.get_int("readout", c.readout);
+  c.decoder_init = r.get_enum("decoder_init", c.decoder_init, kInits);
+  c.dropout = r.get_double("dropout", c.dropout);
+  c.tied_embeddings = r.get_enum("tied_embeddings", c.tied_embeddings, kTied);
+  r.finish();
+  return c;
+}
+
+}  // namespace attn::models

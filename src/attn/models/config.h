@@ -1,0 +1,70 @@
+// The configuration of a translation model: one struct for both model types,
+// read from the `model:` section of a training config (YAML, via JSON) and
+// stored as JSON inside every model file, so a model directory alone says how
+// to rebuild its network.
+//
+//   type: rnnsearch | luong
+//   src_vocab, tgt_vocab            set by the trainer from the vocabularies
+//   embed                           E, word embedding size (source and target)
+//   encoder_hidden, encoder_layers  He per direction, stacked layers
+//   bidirectional                   encoder reads both directions (rnnsearch: required)
+//   decoder_hidden, decoder_layers  Hd, stacked layers (rnnsearch: 1)
+//   cell: gru | lstm                luong's recurrent cell (rnnsearch: gru)
+//   attention                       A, size of the additive / concat score MLP
+//   score: dot | general | concat   luong's score function
+//   window: global | local-m | local-p, window_half_width   luong's global or local attention
+//   readout                         rnnsearch's deep-output size R before the vocabulary projection
+//   decoder_init: mean | backward | zero   rnnsearch's initial decoder state
+//   dropout                         on embeddings, between layers and before the output
+//   tied_embeddings: none | decoder | all   share the output projection with the target
+//                                   embedding (decoder), and also the source embedding (all, joint vocab)
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace attn::models {
+
+enum class ModelType { RnnSearch, Luong };
+enum class CellType { Gru, Lstm };
+enum class LuongScore { Dot, General, Concat };
+enum class LuongWindow { Global, LocalM, LocalP };
+enum class DecoderInit { Mean, Backward, Zero };
+enum class TiedEmbeddings { None, Decoder, All };
+
+struct ModelConfig {
+  ModelType type = ModelType::RnnSearch;  // which network
+  int64_t src_vocab = 0;                  // source vocabulary size (> 4; set from the vocabulary)
+  int64_t tgt_vocab = 0;                  // target vocabulary size (> 4)
+  int64_t embed = 256;                    // E: embedding size
+  int64_t encoder_hidden = 256;           // He: encoder GRU/LSTM size per direction
+  int64_t encoder_layers = 1;             // stacked encoder layers
+  bool bidirectional = true;              // bidirectional encoder (annotations are 2 He wide)
+  int64_t decoder_hidden = 512;           // Hd: decoder state size
+  int64_t decoder_layers = 1;             // stacked decoder layers (luong only; rnnsearch has 1)
+  CellType cell = CellType::Gru;          // recurrent cell (luong); rnnsearch is GRU
+  int64_t attention = 256;                // A: additive (rnnsearch) / concat (luong) score size
+  LuongScore score = LuongScore::General; // luong: score function
+  LuongWindow window = LuongWindow::Global;  // luong: global or local attention
+  int64_t window_half_width = 10;         // luong local: D, the window is [p - D, p + D]
+  int64_t readout = 256;                  // R: rnnsearch deep-output size
+  DecoderInit decoder_init = DecoderInit::Mean;  // rnnsearch: s0 = tanh(W mean_j h_j) / tanh(W h_1 backward) / 0
+  double dropout = 0.2;                   // dropout probability in training
+  TiedEmbeddings tied_embeddings = TiedEmbeddings::None;  // weight sharing, see the file comment
+};
+
+// Throws std::invalid_argument naming the field when a value is out of range
+// or a combination is not supported (e.g. tied embeddings with readout != embed).
+void validate(const ModelConfig& c);
+
+// JSON object text <-> config. from_json checks types and rejects unknown keys
+// naming them ("<path>.<key>: unknown key"); it does not validate() (the
+// trainer fills in the vocabulary sizes first). `path` prefixes error messages.
+std::string to_json(const ModelConfig& c);
+ModelConfig model_config_from_json(const std::string& json_text, const std::string& path = "model");
+
+const char* name(ModelType t);
+const char* name(CellType t);
+const char* name(LuongScore s);
+const char* name(LuongWindow w);
+
+}  // namespace attn::models

@@ -1,0 +1,110 @@
+// Reading configuration objects strictly: typed fields with defaults, and every
+// key that nobody asked for rejected by name. Internal to the library (the
+// public configs are plain structs; see models/config.h, train/mt_config.h).
+//
+// Usage:
+//   ObjectReader r(json, "model");            // throws unless json is an object
+//   cfg.embed = r.get_int("embed", cfg.embed);
+//   r.finish();                               // throws "model.embd: unknown key (known: ...)"
+#pragma once
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attn::config {
+
+class ObjectReader {
+public:
+  // `path` names the object in error messages ("model", "train", ...).
+  ObjectReader(const nlohmann::json& j, std::string path) : j_(j), path_(std::move(path)) {
+    if (!j_.is_object()) throw std::invalid_argument(path_ + ": expected a mapping of keys to values, got " + j_.dump());
+  }
+
+  bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
+
+  int64_t get_int(const std::string& key, int64_t dflt) {
+    const nlohmann::json* v = take(key);
+    if (!v) return dflt;
+    if (v->is_number_integer() || v->is_number_unsigned()) return v->get<int64_t>();
+    if (v->is_number_float() && v->get<double>() == double(int64_t(v->get<double>()))) return int64_t(v->get<double>());
+    throw bad(key, "a whole number", *v);
+  }
+  double get_double(const std::string& key, double dflt) {
+    const nlohmann::json* v = take(key);
+    if (!v) return dflt;
+    if (v->is_number()) return v->get<double>();
+    throw bad(key, "a number", *v);
+  }
+  bool get_bool(const std::string& key, bool dflt) {
+    const nlohmann::json* v = take(key);
+    if (!v) return dflt;
+    if (v->is_boolean()) return v->get<bool>();
+    throw bad(key, "true or false", *v);
+  }
+  std::string get_string(const std::string& key, const std::string& dflt) {
+    const nlohmann::json* v = take(key);
+    if (!v) return dflt;
+    if (v->is_string()) return v->get<std::string>();
+    if (v->is_number()) return v->dump();  // e.g. a file name that looks like a number
+    throw bad(key, "a string", *v);
+  }
+  std::vector<std::string> get_strings(const std::string& key) {
+    const nlohmann::json* v = take(key);
+    std::vector<std::string> out;
+    if (!v) return out;
+    if (v->is_string()) return {v->get<std::string>()};
+    if (!v->is_array()) throw bad(key, "a string or a list of strings", *v);
+    for (const auto& e : *v) {
+      if (!e.is_string()) throw bad(key, "a list of strings", *v);
+      out.push_back(e.get<std::string>());
+    }
+    return out;
+  }
+  // One of `names` (the keys of the map); the error lists them.
+  template <class E>
+  E get_enum(const std::string& key, E dflt, const std::vector<std::pair<std::string, E>>& names) {
+    const nlohmann::json* v = take(key);
+    if (!v) return dflt;
+    std::string allowed;
+    for (const auto& [n, e] : names) {
+      if (v->is_string() && v->get<std::string>() == n) return e;
+      allowed += (allowed.empty() ? "" : ", ") + n;
+    }
+    throw bad(key, "one of " + allowed, *v);
+  }
+  // A nested object, or nullptr when absent.
+  const nlohmann::json* child(const std::string& key) { return take(key); }
+
+  // Throws naming the first key that no get_* asked for.
+  void finish() const {
+    for (auto it = j_.begin(); it != j_.end(); ++it)
+      if (!asked_.count(it.key())) {
+        std::string known;
+        for (const auto& k : asked_) known += (known.empty() ? "" : ", ") + k;
+        throw std::invalid_argument(path_ + "." + it.key() + ": unknown key (known keys: " + known + ")");
+      }
+  }
+
+  std::string key_path(const std::string& key) const { return path_ + "." + key; }
+
+private:
+  const nlohmann::json* take(const std::string& key) {
+    asked_.insert(key);
+    if (!j_.contains(key) || j_.at(key).is_null()) return nullptr;
+    return &j_.at(key);
+  }
+  std::invalid_argument bad(const std::string& key, const std::string& want, const nlohmann::json& v) const {
+    return std::invalid_argument(path_ + "." + key + ": expected " + want + ", got " + v.dump());
+  }
+
+  const nlohmann::json& j_;
+  std::string path_;
+  std::set<std::string> asked_;  // every key a get_* asked for, present or not
+};
+
+}  // namespace attn::config

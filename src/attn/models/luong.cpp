@@ -1,0 +1,175 @@
+#include "attn/models/luong.h"
+
+#include <stdexcept>
+
+#include "attn/attention/additive_step.h"
+#include "attn/attention/attention.h"
+#include "attn/autograd/ops_sequence.h"
+#include "attn/models/model_parts.h"
+#include "attn/models/output_loss.h"
+
+namespace attn::models {
+
+Luong::Luong(const ModelConfig& c, Rng& rng, uint64_t dropout_seed) : Seq2SeqModel(c, dropout_seed) {
+  if (c.type != ModelType::Luong) throw std::invalid_argument("Luong: config type is not luong");
+  validate(c);
+  const int64_t E = c.embed, Dv = c.encoder_hidden * (c.bidirectional ? 2 : 1), Hd = c.decoder_hidden,
+                A = c.attention, L = c.decoder_layers;
+  if (c.tied_embeddings == TiedEmbeddings::All) {
+    src_embed_ = tgt_embed_ = register_module("embed", detail::make_embedding(c.tgt_vocab, c, rng));
+  } else {
+    src_embed_ = register_module("src_embed", detail::make_embedding(c.src_vocab, c, rng));
+    tgt_embed_ = register_module("tgt_embed", detail::make_embedding(c.tgt_vocab, c, rng));
+  }
+  nn::RnnOptions enc;
+  enc.input_size = E;
+  enc.hidden_size = c.encoder_hidden;
+  enc.num_layers = c.encoder_layers;
+  enc.bidirectional = c.bidirectional;
+  enc.dropout = float(c.dropout);
+  nn::RnnOptions dec;
+  dec.input_size = E + Hd;  // input feeding: [E y_{t-1}; h̃_{t-1}]
+  dec.hidden_size = Hd;
+  dec.num_layers = L;
+  if (lstm()) {
+    enc_lstm_ = register_module("encoder", std::make_shared<nn::LSTM>(enc, rng));
+  } else {
+    enc_gru_ = register_module("encoder", std::make_shared<nn::GRU>(enc, rng));
+  }
+  if (c.decoder_init != DecoderInit::Zero)
+    init_ = register_module("init", std::make_shared<nn::Linear>(Dv, Hd, true, rng));
+  if (lstm())
+    dec_lstm_ = register_module("decoder", std::make_shared<nn::LSTM>(dec, rng));
+  else
+    dec_gru_ = register_module("decoder", std::make_shared<nn::GRU>(dec, rng));
+  switch (c.score) {
+    case LuongScore::Dot: break;
+    case LuongScore::General: general_w_ = register_parameter("attention.W", detail::uniform_param({Hd, Dv}, Dv, rng)); break;
+    case LuongScore::Concat:
+      concat_q_ = register_parameter("attention.query.weight", detail::uniform_param({A, Hd}, Hd + Dv, rng));
+      concat_k_ = register_parameter("attention.key.weight", detail::uniform_param({A, Dv}, Hd + Dv, rng));
+      concat_v_ = register_parameter("attention.v", detail::uniform_param({A}, A, rng));
+      break;
+  }
+  if (c.window == LuongWindow::LocalP) {
+    local_wp_ = register_parameter("attention.local.Wp", detail::uniform_param({A, Hd}, Hd, rng));
+    local_vp_ = register_parameter("attention.local.vp", detail::uniform_param({A}, A, rng));
+  }
+  combine_ = register_module("combine", std::make_shared<nn::Linear>(Dv + Hd, Hd, false, rng));
+  if (c.tied_embeddings == TiedEmbeddings::None)
+    out_w_ = register_parameter("output.weight", detail::uniform_param({c.tgt_vocab, Hd}, Hd, rng));
+  else
+    out_w_ = tgt_embed_->weight;  // [V, E], Hd == E (validated)
+  out_b_ = register_parameter("output.bias", detail::uniform_param({c.tgt_vocab}, Hd, rng));
+}
+
+Tensor Luong::drop(const Tensor& x) const { return dropout(x, float(config_.dropout), is_training(), dropout_rng_); }
+
+Encoded Luong::encode(const Tensor& src, const std::vector<int64_t>& lengths) const {
+  detail::check_source("luong", src, lengths, config_.src_vocab);
+  const int64_t B = src.size(0), Hd = config_.decoder_hidden, L = config_.decoder_layers;
+  Tensor emb = drop(src_embed_->forward(src));  // [B, S, E]
+  Tensor out = lstm() ? enc_lstm_->forward(emb, lengths).output : enc_gru_->forward(emb, lengths).output;  // [B, S, Dv]
+  Encoded e;
+  e.memory.values = out;
+  e.memory.lengths = detail::lengths_tensor(lengths);
+  switch (config_.score) {
+    case LuongScore::Dot: e.memory.keys = out; break;
+    case LuongScore::General: e.memory.keys = linear(out, general_w_, Tensor()); break;  // W_a h̄_s [B, S, Hd]
+    case LuongScore::Concat: e.memory.keys = attention::project_keys(out, concat_k_, Tensor()); break;  // [B, S, A]
+  }
+  Tensor h0 = init_ ? tanh(init_->forward(detail::mean_over_valid(out, lengths))) : Tensor::zeros({B, Hd});
+  for (int64_t l = 0; l < L; ++l) e.state.tensors.push_back(h0);
+  if (lstm())
+    for (int64_t l = 0; l < L; ++l) e.state.tensors.push_back(Tensor::zeros({B, Hd}));
+  e.state.tensors.push_back(Tensor::zeros({B, Hd}));  // h̃_0
+  e.state.tensors.push_back(Tensor::zeros({B}));      // t = 0
+  return e;
+}
+
+Luong::StepResult Luong::decoder_step(const EncoderMemory& m, const Tensor& emb, const DecoderState& s) const {
+  const int64_t N = emb.size(0), L = config_.decoder_layers, Hd = config_.decoder_hidden, S = m.values.size(1),
+                Dv = m.values.size(2);
+  const std::vector<int64_t> ones(size_t(N), 1);
+  const int64_t t = N ? int64_t(s.tensors.back().data()[0]) : 0;
+  StepResult r;
+  std::vector<Tensor>& out = r.state.tensors;
+  out.resize(s.tensors.size());
+  // h_t = stacked cell([E y_{t-1}; h̃_{t-1}], h_{t-1})
+  Tensor x = concat({emb, feed(s)}, 1);
+  for (int64_t l = 0; l < L; ++l) {
+    Tensor x3 = reshape(x, {N, 1, x.size(1)});
+    if (lstm()) {
+      LstmResult y = attn::lstm(x3, ones, s.tensors[size_t(l)], s.tensors[size_t(L + l)], dec_lstm_->weights(l, 0));
+      out[size_t(l)] = y.h_n;
+      out[size_t(L + l)] = y.c_n;
+    } else {
+      out[size_t(l)] = gru(x3, ones, s.tensors[size_t(l)], dec_gru_->weights(l, 0)).h_n;
+    }
+    x = out[size_t(l)];
+    if (l + 1 < L) x = drop(x);
+  }
+  const Tensor& h = out[size_t(L - 1)];  // [N, Hd]
+  Tensor context;
+  if (config_.score == LuongScore::Concat) {
+    // v_a^T tanh(W_a [h_t; h̄_s]) = v_a^T tanh(W_q h_t + W_k h̄_s): the fused additive step
+    attention::AdditiveStepOutput a = attention::additive_step(h, m.keys, m.values, concat_q_, concat_v_, m.lengths);
+    context = a.context;
+    r.weights = a.weights;
+  } else {
+    attention::AttentionOptions o;
+    o.mask.key_lengths = m.lengths;
+    o.need_weights = true;
+    if (config_.window == LuongWindow::LocalM) {
+      o.local.window = attention::Window::LocalMonotonic;
+      o.local.half_width = config_.window_half_width;
+      o.local.position_offset = t;  // p_t = t
+    } else if (config_.window == LuongWindow::LocalP) {
+      o.local.window = attention::Window::LocalPredictive;
+      o.local.half_width = config_.window_half_width;
+      o.local.Wp = local_wp_;
+      o.local.vp = local_vp_;
+    }
+    const int64_t K = m.keys.size(2);
+    attention::AttentionOutput a = attention::attention(reshape(h, {N, 1, 1, Hd}), reshape(m.keys, {N, 1, S, K}),
+                                                        reshape(m.values, {N, 1, S, Dv}), attention::Dot{}, o);
+    context = reshape(a.context, {N, Dv});
+    r.weights = reshape(a.weights, {N, S});
+  }
+  // h̃_t = tanh(W_c [c_t; h_t])
+  out[out.size() - 2] = drop(tanh(combine_->forward(concat({context, h}, 1))));
+  Tensor next_t = Tensor::full({N}, float(t + 1));
+  out.back() = next_t;
+  return r;
+}
+
+StepOutput Luong::step(const EncoderMemory& m, const DecoderState& state, const Tensor& prev) const {
+  const size_t want = size_t(config_.decoder_layers * (lstm() ? 2 : 1) + 2);
+  if (state.tensors.size() != want || !prev.defined() || prev.dim() != 1 || prev.size(0) != state.tensors[0].size(0))
+    throw std::invalid_argument("luong step: expects the state from encode()/step() and prev [N]");
+  StepResult r = decoder_step(m, tgt_embed_->forward(prev), state);
+  StepOutput out;
+  Tensor logits = linear(feed(r.state), out_w_, out_b_);
+  out.log_probs = autograd::grad_enabled() ? log_softmax(logits, -1) : log_softmax_rows(logits);
+  out.weights = r.weights;
+  out.state = std::move(r.state);
+  return out;
+}
+
+Tensor Luong::forced_features(const data::Seq2SeqBatch& b) const {
+  Encoded e = encode(b.src, b.src_lengths);
+  const int64_t T = b.tgt_in.size(1);
+  Tensor emb = drop(tgt_embed_->forward(time_major(b.tgt_in)));  // [T, B, E]
+  std::vector<Tensor> emb_t = unbind0(emb);
+  std::vector<Tensor> feeds;
+  feeds.reserve(size_t(T));
+  DecoderState s = e.state;
+  for (int64_t t = 0; t < T; ++t) {
+    s = decoder_step(e.memory, emb_t[size_t(t)], s).state;
+    feeds.push_back(feed(s));
+  }
+  // h̃ of all steps: [T * B, Hd] (the output projection follows in loss / forced_logits)
+  return concat(feeds, 0);
+}
+
+}  // namespace attn::models

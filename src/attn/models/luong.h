@@ -1,0 +1,67 @@
+// Luong, Pham & Manning 2015, "Effective Approaches to Attention-based Neural
+// Machine Translation" (EMNLP): stacked LSTM (or GRU) encoder and decoder,
+// attention after the recurrent step, input feeding.
+//
+// Legend: B batch, S source length, T target steps, E embedding, He encoder
+// size per direction, Dv = D He annotation size (D = 2 when bidirectional),
+// Hd decoder size, L decoder layers, A concat-score size, V target vocabulary.
+//
+// Encoder: stacked (optionally bidirectional) LSTM/GRU -> h̄_s [B, S, Dv]
+// Init:    every decoder layer starts from tanh(W mean_s h̄_s + b) (decoder_init
+//          mean or backward), or zeros; LSTM cells start at c = 0
+// Step t (y_0 = BOS, h̃_0 = 0):
+//   h_t = stacked cell([E y_{t-1}; h̃_{t-1}], h_{t-1})     input feeding (sec. 3.3)
+//   score(h_t, h̄_s) = h_t . h̄_s                 dot
+//                   = h_t . (W_a h̄_s)           general (W_a h̄_s cached per batch)
+//                   = v_a^T tanh(W_a [h_t; h̄_s]) concat (the fused additive step,
+//                                                 W_a h̄_s half cached per batch)
+//   a_t = softmax over the source (global), or over the window [p_t - D, p_t + D]:
+//         local-m p_t = t; local-p p_t = S sigmoid(v_p^T tanh(W_p h_t)) with the
+//         weights multiplied by exp(-(s - p_t)^2 / (2 (D/2)^2)) (eq. 9-10)
+//   c_t = sum_s a_ts h̄_s
+//   h̃_t = tanh(W_c [c_t; h_t])                  (eq. 5), dropout
+// Output (after the loop, one GEMM for all steps): p(y_t) = softmax(W_s h̃_t + b)
+#pragma once
+#include <memory>
+
+#include "attn/models/seq2seq.h"
+#include "attn/nn/layers.h"
+#include "attn/nn/rnn.h"
+
+namespace attn::models {
+
+class Luong : public Seq2SeqModel {
+public:
+  // Validates `config` (type luong); parameters from `init`.
+  Luong(const ModelConfig& config, Rng& init, uint64_t dropout_seed);
+
+  Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const override;
+  StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev) const override;
+  Tensor forced_features(const data::Seq2SeqBatch& b) const override;
+  OutputLayer output_layer() const override { return {out_w_, out_b_}; }
+
+private:
+  // Decoder state layout: {h_0..h_{L-1}, c_0..c_{L-1} (LSTM only), h̃ [N, Hd], t [N]}
+  // (t, the step index as a float, is what local-m centres its window on).
+  struct StepResult {
+    DecoderState state;  // at step t
+    Tensor weights;      // [N, S]
+  };
+  // emb [N, E], state at t-1 -> state at t
+  StepResult decoder_step(const EncoderMemory& m, const Tensor& emb, const DecoderState& s) const;
+  const Tensor& feed(const DecoderState& s) const { return s.tensors[s.tensors.size() - 2]; }  // h̃
+  Tensor drop(const Tensor& x) const;
+  bool lstm() const { return config_.cell == CellType::Lstm; }
+
+  std::shared_ptr<nn::Embedding> src_embed_, tgt_embed_;
+  std::shared_ptr<nn::GRU> enc_gru_, dec_gru_;      // cell: gru
+  std::shared_ptr<nn::LSTM> enc_lstm_, dec_lstm_;   // cell: lstm (the decoder's weights run one step at a time)
+  std::shared_ptr<nn::Linear> init_;                 // absent for decoder_init: zero
+  Tensor general_w_;                                 // general: W_a [Hd, Dv]
+  Tensor concat_q_, concat_k_, concat_v_;            // concat: W_a's query part [A, Hd], key part [A, Dv], v_a [A]
+  Tensor local_wp_, local_vp_;                       // local-p: W_p [A, Hd], v_p [A]
+  std::shared_ptr<nn::Linear> combine_;              // W_c [Hd, Dv + Hd] (no bias, as the paper)
+  Tensor out_w_, out_b_;                             // W_s [V, Hd] (target embedding when tied), b [V]
+};
+
+}  // namespace attn::models

@@ -1,0 +1,22 @@
+// Pieces shared by the translation models (internal to models/).
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "attn/models/config.h"
+#include "attn/nn/layers.h"
+
+namespace attn::models::detail {
+
+// [B] float-encoded lengths
+Tensor lengths_tensor(const std::vector<int64_t>& lengths);
+// x [B, S, D] (zeros past each length) -> mean over the valid positions [B, D]. Differentiable.
+Tensor mean_over_valid(const Tensor& x, const std::vector<int64_t>& lengths);
+// Throws std::invalid_argument unless src is [B, S] and every length is in [1, S].
+void check_source(const char* who, const Tensor& src, const std::vector<int64_t>& lengths, int64_t vocab);
+// An embedding [vocab, E] (PyTorch init N(0, 1); N(0, 1/sqrt(E)) when tied to the output).
+std::shared_ptr<nn::Embedding> make_embedding(int64_t vocab, const ModelConfig& c, Rng& rng);
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in)), PyTorch's Linear init
+Tensor uniform_param(const Shape& shape, int64_t fan_in, Rng& rng);
+
+}  // namespace attn::models::detail

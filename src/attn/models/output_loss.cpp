@@ -1,0 +1,173 @@
+#include "attn/models/output_loss.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attn/attention/simd.h"
+#include "attn/tensor/kernels.h"
+#include "attn/tensor/threading.h"
+
+namespace attn::models {
+namespace {
+
+constexpr int64_t kBlock = 128;  // rows per block: a [128, V] logits block stays cache-friendly
+
+struct RowLoss {
+  float lse;         // log sum_c exp(logit_c)
+  float sum_logits;  // sum_c logit_c
+};
+
+// Softmax of one row in place (row becomes p), returning what the loss needs.
+RowLoss softmax_row(float* row, int64_t V) {
+  using namespace attention::simd;
+  vf vmx = set1(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + kLanes <= V; i += kLanes) vmx = max(vmx, load(row + i));
+  float mx = -std::numeric_limits<float>::infinity();
+  {
+    alignas(64) float lanes[kLanes];
+    store(lanes, vmx);
+    for (int k = 0; k < kLanes; ++k) mx = std::max(mx, lanes[k]);
+  }
+  for (int64_t j = i; j < V; ++j) mx = std::max(mx, row[j]);
+  vf vs = zero(), vsum = zero();
+  const vf vm = set1(mx);
+  i = 0;
+  for (; i + kLanes <= V; i += kLanes) {
+    vf x = load(row + i);
+    vsum = add(vsum, x);
+    vf e = attention::simd::exp(sub(x, vm));
+    store(row + i, e);
+    vs = add(vs, e);
+  }
+  float s = reduce_add(vs), sl = reduce_add(vsum);
+  for (; i < V; ++i) {
+    sl += row[i];
+    row[i] = std::exp(row[i] - mx);
+    s += row[i];
+  }
+  const vf inv = set1(1.0f / s);
+  i = 0;
+  for (; i + kLanes <= V; i += kLanes) store(row + i, mul(load(row + i), inv));
+  for (; i < V; ++i) row[i] *= 1.0f / s;
+  return {mx + std::log(s), sl};
+}
+
+}  // namespace
+
+Tensor output_cross_entropy(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& targets,
+                            const CrossEntropyOptions& opt) {
+  if (!x.defined() || !W.defined() || !targets.defined() || x.dim() != 2 || W.dim() != 2 || x.size(1) != W.size(1) ||
+      targets.numel() != x.size(0) || (b.defined() && (b.dim() != 1 || b.size(0) != W.size(0))))
+    throw std::invalid_argument("output_cross_entropy: x " + (x.defined() ? x.shape().str() : "?") + ", W " +
+                                (W.defined() ? W.shape().str() : "?") + ", b " + (b.defined() ? b.shape().str() : "none") +
+                                ", targets " + (targets.defined() ? targets.shape().str() : "?") +
+                                " (expects x [N, R], W [V, R], b [V], targets [N])");
+  if (opt.label_smoothing < 0 || opt.label_smoothing >= 1)
+    throw std::invalid_argument("output_cross_entropy: label_smoothing outside [0, 1)");
+  const int64_t N = x.size(0), R = x.size(1), V = W.size(0);
+  const float eps = opt.label_smoothing;
+  const float* pt = targets.data();
+  int64_t count = 0;
+  for (int64_t r = 0; r < N; ++r) {
+    const int64_t t = int64_t(pt[r]);
+    if (t == opt.ignore_index) continue;
+    if (t < 0 || t >= V || float(t) != pt[r])
+      throw std::invalid_argument("output_cross_entropy: target " + std::to_string(pt[r]) + " at row " +
+                                  std::to_string(r) + " outside [0, " + std::to_string(V) + ")");
+    ++count;
+  }
+  const bool grad = autograd::needs_grad({&x, &W, &b});
+  Tensor dx, dW, db;
+  if (grad) {
+    dx = Tensor::zeros({N, R});  // rows with target == ignore_index keep zero
+    dW = Tensor::zeros({V, R});
+    if (b.defined()) db = Tensor::zeros({V});
+  }
+  // Only the rows that count go through the GEMMs (padding can be a third of a
+  // batch): they are gathered kBlock at a time into xb.
+  std::vector<int64_t> kept;
+  kept.reserve(size_t(count));
+  for (int64_t r = 0; r < N; ++r)
+    if (int64_t(pt[r]) != opt.ignore_index) kept.push_back(r);
+  const int64_t rows = std::min<int64_t>(count, kBlock);
+  Tensor block = Tensor::empty({std::max<int64_t>(rows, 1), V}), xb = Tensor::empty({std::max<int64_t>(rows, 1), R}),
+         dxb = Tensor::empty({std::max<int64_t>(rows, 1), R});
+  const float inv_count = count ? 1.0f / float(count) : 0.0f;
+  double total = 0;
+  for (int64_t k0 = 0; k0 < count; k0 += kBlock) {
+    const int64_t n = std::min(kBlock, count - k0);
+    float* lg = block.data();
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(xb.data() + i * R, x.data() + kept[size_t(k0 + i)] * R, size_t(R) * sizeof(float));
+    // logits = x W^T + b
+    if (b.defined())
+      for (int64_t i = 0; i < n; ++i) std::memcpy(lg + i * V, b.data(), size_t(V) * sizeof(float));
+    kernels::gemm(false, true, n, V, R, 1.0f, xb.data(), R, W.data(), R, b.defined() ? 1.0f : 0.0f, lg, V);
+    double block_total = 0;
+#pragma omp parallel for reduction(+ : block_total) schedule(static) if (n * V > kParallelGrain)
+    for (int64_t i = 0; i < n; ++i) {
+      float* row = lg + i * V;
+      const int64_t t = int64_t(pt[kept[size_t(k0 + i)]]);
+      const float lt = row[t];
+      RowLoss l = softmax_row(row, V);  // row = p
+      // -log p_t = lse - logit_t;  mean_c -log p_c = lse - mean_c logit_c
+      block_total += double((1.0f - eps) * (l.lse - lt) + eps * (l.lse - l.sum_logits / float(V)));
+      if (grad) {
+        // d loss / d logits = (p - (1-eps) onehot(t) - eps/V) / count
+        const float sub = eps / float(V);
+#pragma omp simd
+        for (int64_t c = 0; c < V; ++c) row[c] = (row[c] - sub) * inv_count;
+        row[t] -= (1.0f - eps) * inv_count;
+      }
+    }
+    total += block_total;
+    if (grad) {
+      // logits = x W^T + b  =>  dx = dlogits W,  dW += dlogits^T x,  db += column sums of dlogits
+      kernels::gemm(false, false, n, R, V, 1.0f, lg, V, W.data(), R, 0.0f, dxb.data(), R);
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(dx.data() + kept[size_t(k0 + i)] * R, dxb.data() + i * R, size_t(R) * sizeof(float));
+      kernels::gemm(true, false, V, R, n, 1.0f, lg, V, xb.data(), R, 1.0f, dW.data(), R);
+      if (b.defined()) {
+        float* pdb = db.data();
+        for (int64_t i = 0; i < n; ++i) {
+          const float* row = lg + i * V;
+#pragma omp simd
+          for (int64_t c = 0; c < V; ++c) pdb[c] += row[c];
+        }
+      }
+    }
+  }
+  Tensor out = Tensor::scalar(count ? float(total / double(count)) : 0.0f);
+  autograd::record("output_cross_entropy", {x, W, b}, out,
+                   [dx, dW, db](const std::vector<Tensor>& d) -> std::vector<Tensor> {
+                     // the loss is linear in its incoming gradient g: scale the saved gradients of g = 1
+                     const float g = d[0].item();
+                     auto scaled = [g](const Tensor& t) { return t.defined() && g != 1.0f ? kernels::affine(t, g, 0.0f) : t; };
+                     return {scaled(dx), scaled(dW), scaled(db)};
+                   });
+  return out;
+}
+
+Tensor log_softmax_rows(const Tensor& logits) {
+  if (!logits.defined() || logits.dim() != 2)
+    throw std::invalid_argument("log_softmax_rows: expects logits [N, V], got " +
+                                (logits.defined() ? logits.shape().str() : std::string("undefined")));
+  const int64_t N = logits.size(0), V = logits.size(1);
+  Tensor out = logits.clone();
+#pragma omp parallel for schedule(static) if (N * V > kParallelGrain)
+  for (int64_t i = 0; i < N; ++i) {
+    float* row = out.data() + i * V;
+    const float* in = logits.data() + i * V;
+    const float lse = softmax_row(row, V).lse;  // row = p; log p = logit - lse (exact where p underflows)
+    for (int64_t c = 0; c < V; ++c) row[c] = in[c] - lse;
+  }
+  return out;
+}
+
+}  // namespace attn::models

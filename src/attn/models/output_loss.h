@@ -1,0 +1,33 @@
+// The vocabulary projection and the cross-entropy loss as one fused op, for
+// the translation models' training loss.
+//
+// Legend: N target positions (all steps of a batch), R readout size, V
+// vocabulary size.
+//
+//   logits = x W^T + b                                   [N, V]
+//   loss   = mean over rows with target != ignore_index of
+//            (1 - eps) (-log p_t) + eps mean_c (-log p_c),  p = softmax(logits)
+// i.e. cross_entropy(linear(x, W, b), targets, {ignore_index, eps}) of
+// autograd/ops.h, computed in blocks of the rows that count (padding rows,
+// target == ignore_index, are skipped) so that no [N, V] tensor outlives a
+// block: each block's logits go through a vectorised log-softmax and, when a
+// gradient is wanted, its dlogits = (p - q) / count (q the smoothed one-hot)
+// goes straight into dx = dlogits W, dW += dlogits^T x and db += column sums. The backward only scales these by the incoming gradient
+// (the loss is linear in it). So the gradient work happens in the forward
+// call; without grad mode only the loss is computed.
+#pragma once
+#include "attn/autograd/ops.h"
+
+namespace attn::models {
+
+// x [N, R], W [V, R], b [V] or undefined, targets [N] (float-encoded ids)
+// -> scalar. Differentiable op "output_cross_entropy" (x, W, b).
+// Throws std::invalid_argument naming the shapes, or a target outside [0, V).
+Tensor output_cross_entropy(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& targets,
+                            const CrossEntropyOptions& options = {});
+
+// Log-softmax over the last axis of logits [N, V] with the vectorised
+// kernel of the op above; no autograd (decoding's step()).
+Tensor log_softmax_rows(const Tensor& logits);
+
+}  // namespace attn::models

@@ -1,0 +1,112 @@
+#include "attn/models/rnnsearch.h"
+
+#include <stdexcept>
+
+#include "attn/attention/additive_step.h"
+#include "attn/models/model_parts.h"
+#include "attn/models/output_loss.h"
+#include "attn/models/rnnsearch_decoder.h"
+
+namespace attn::models {
+
+RnnSearch::RnnSearch(const ModelConfig& c, Rng& rng, uint64_t dropout_seed) : Seq2SeqModel(c, dropout_seed) {
+  if (c.type != ModelType::RnnSearch) throw std::invalid_argument("RnnSearch: config type is not rnnsearch");
+  validate(c);
+  const int64_t E = c.embed, He = c.encoder_hidden, Dv = 2 * He, Hd = c.decoder_hidden, A = c.attention,
+                R = c.readout;
+  if (c.tied_embeddings == TiedEmbeddings::All) {
+    src_embed_ = tgt_embed_ = register_module("embed", detail::make_embedding(c.tgt_vocab, c, rng));
+  } else {
+    src_embed_ = register_module("src_embed", detail::make_embedding(c.src_vocab, c, rng));
+    tgt_embed_ = register_module("tgt_embed", detail::make_embedding(c.tgt_vocab, c, rng));
+  }
+  nn::RnnOptions ro;
+  ro.input_size = E;
+  ro.hidden_size = He;
+  ro.num_layers = c.encoder_layers;
+  ro.bidirectional = true;
+  ro.dropout = float(c.dropout);
+  encoder_ = register_module("encoder", std::make_shared<nn::GRU>(ro, rng));
+  if (c.decoder_init == DecoderInit::Mean)
+    init_ = register_module("init", std::make_shared<nn::Linear>(Dv, Hd, true, rng));
+  else if (c.decoder_init == DecoderInit::Backward)
+    init_ = register_module("init", std::make_shared<nn::Linear>(He, Hd, true, rng));
+  key_ = register_module("attention.key", std::make_shared<nn::Linear>(Dv, A, true, rng));
+  query_w_ = register_parameter("attention.query.weight", detail::uniform_param({A, Hd}, Hd, rng));
+  score_v_ = register_parameter("attention.v", detail::uniform_param({A}, A, rng));
+  decoder_ = register_module("decoder", std::make_shared<nn::GRUCell>(E + Dv, Hd, rng));
+  readout_ = register_module("readout", std::make_shared<nn::Linear>(Hd + Dv + E, R, true, rng));
+  if (c.tied_embeddings == TiedEmbeddings::None)
+    out_w_ = register_parameter("output.weight", detail::uniform_param({c.tgt_vocab, R}, R, rng));
+  else
+    out_w_ = tgt_embed_->weight;  // [V, E], R == E (validated)
+  out_b_ = register_parameter("output.bias", detail::uniform_param({c.tgt_vocab}, R, rng));
+}
+
+Tensor RnnSearch::drop(const Tensor& x) const { return dropout(x, float(config_.dropout), is_training(), dropout_rng_); }
+
+Encoded RnnSearch::encode(const Tensor& src, const std::vector<int64_t>& lengths) const {
+  detail::check_source("rnnsearch", src, lengths, config_.src_vocab);
+  const int64_t B = src.size(0), He = config_.encoder_hidden, L = config_.encoder_layers;
+  Tensor emb = drop(src_embed_->forward(src));           // [B, S, E]
+  GruResult enc = encoder_->forward(emb, lengths);       // output [B, S, 2He], h_n [2L, B, He]
+  Encoded e;
+  e.memory.values = enc.output;                          // annotations h_j = [fwd; bwd]
+  e.memory.keys = attention::project_keys(enc.output, key_->weight, key_->bias);  // [B, S, A], once per batch
+  e.memory.lengths = detail::lengths_tensor(lengths);
+  Tensor s0;
+  switch (config_.decoder_init) {
+    case DecoderInit::Mean:  // s0 = tanh(W mean_j h_j + b)
+      s0 = tanh(init_->forward(detail::mean_over_valid(enc.output, lengths)));
+      break;
+    case DecoderInit::Backward:  // s0 = tanh(W h_1^bwd + b): the last layer's reverse final state
+      s0 = tanh(init_->forward(reshape(slice(enc.h_n, 0, 2 * (L - 1) + 1, 1), {B, He})));
+      break;
+    case DecoderInit::Zero: s0 = Tensor::zeros({B, config_.decoder_hidden}); break;
+  }
+  e.state.tensors = {s0};
+  return e;
+}
+
+RnnSearch::StepResult RnnSearch::decoder_step(const EncoderMemory& m, const Tensor& emb, const Tensor& s) const {
+  const int64_t N = emb.size(0), E = emb.size(1), Dv = m.values.size(2);
+  // a_i, c_i from the previous state s_{i-1} (the query) and the cached keys
+  attention::AdditiveStepOutput att = attention::additive_step(s, m.keys, m.values, query_w_, score_v_, m.lengths);
+  // s_i = GRU([E y_{i-1}; c_i], s_{i-1})
+  Tensor x = reshape(concat({emb, att.context}, 1), {N, 1, E + Dv});
+  Tensor s_new = gru(x, std::vector<int64_t>(size_t(N), 1), s, decoder_->weights()).h_n;
+  return {s_new, att.context, att.weights};
+}
+
+Tensor RnnSearch::readout(const Tensor& s, const Tensor& c, const Tensor& emb) const {
+  // t = tanh(W_o [s; c; E y] + b_o)
+  return drop(tanh(readout_->forward(concat({s, c, emb}, 1))));
+}
+
+StepOutput RnnSearch::step(const EncoderMemory& m, const DecoderState& state, const Tensor& prev) const {
+  if (state.tensors.size() != 1 || !prev.defined() || prev.dim() != 1 || prev.size(0) != state.tensors[0].size(0))
+    throw std::invalid_argument("rnnsearch step: expects state {s [N, Hd]} and prev [N]");
+  Tensor emb = tgt_embed_->forward(prev);  // [N, E]
+  StepResult r = decoder_step(m, emb, state.tensors[0]);
+  StepOutput out;
+  Tensor logits = linear(readout(r.s, r.context, emb), out_w_, out_b_);  // W_y t + b_y
+  out.log_probs = autograd::grad_enabled() ? log_softmax(logits, -1) : log_softmax_rows(logits);
+  out.weights = r.weights;
+  out.state.tensors = {r.s};
+  return out;
+}
+
+Tensor RnnSearch::forced_features(const data::Seq2SeqBatch& b) const {
+  Encoded e = encode(b.src, b.src_lengths);
+  const int64_t B = b.tgt_in.size(0), T = b.tgt_in.size(1), E = config_.embed, Hd = config_.decoder_hidden,
+                Dv = e.memory.values.size(2);
+  Tensor emb = drop(tgt_embed_->forward(time_major(b.tgt_in)));  // [T, B, E]
+  // the decoder loop as one fused op: the same steps as decoder_step, T times
+  DecoderLoopOutput d = rnnsearch_decoder(
+      emb, e.memory.keys, e.memory.values, e.memory.lengths, e.state.tensors[0],
+      {query_w_, score_v_, decoder_->weight_ih, decoder_->weight_hh, decoder_->bias_ih, decoder_->bias_hh});
+  // The readout of all T steps at once: [T * B, R] (the vocabulary projection follows in loss / forced_logits)
+  return readout(reshape(d.states, {T * B, Hd}), reshape(d.contexts, {T * B, Dv}), reshape(emb, {T * B, E}));
+}
+
+}  // namespace attn::models

@@ -1,0 +1,276 @@
+// The fused RNNsearch decoder loop: forward and backward (see the header).
+#include "attn/models/rnnsearch_decoder.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attn/attention/simd.h"
+#include "attn/nn/rnn_kernels.h"
+#include "attn/tensor/kernels.h"
+#include "attn/tensor/threading.h"
+
+namespace attn::models {
+namespace {
+
+std::string shp(const Tensor& t) { return t.defined() ? t.shape().str() : "undefined"; }
+
+// e = sum_a v[a] tanh(qp[a] + kp[a])
+float score(const float* qp, const float* kp, const float* v, int64_t A) {
+  using namespace attention::simd;
+  vf acc = zero();
+  int64_t a = 0;
+  for (; a + kLanes <= A; a += kLanes) acc = fmadd(load(v + a), attention::simd::tanh(add(load(qp + a), load(kp + a))), acc);
+  float s = reduce_add(acc);
+  for (; a < A; ++a) s += v[a] * std::tanh(qp[a] + kp[a]);
+  return s;
+}
+
+// e = v^T tanh(z), z = qp + kp:  dz = de v (1 - tanh^2 z);  dkp += dz, dqp += dz, dv += de tanh z
+void score_backward(const float* qp, const float* kp, const float* v, float de, int64_t A, float* dkp, float* dqp,
+                    float* dv) {
+  using namespace attention::simd;
+  const vf vde = set1(de), one = set1(1.0f);
+  int64_t a = 0;
+  for (; a + kLanes <= A; a += kLanes) {
+    vf t = attention::simd::tanh(add(load(qp + a), load(kp + a)));
+    vf dz = mul(mul(vde, load(v + a)), sub(one, mul(t, t)));
+    store(dkp + a, add(load(dkp + a), dz));
+    store(dqp + a, add(load(dqp + a), dz));
+    store(dv + a, fmadd(vde, t, load(dv + a)));
+  }
+  for (; a < A; ++a) {
+    float t = std::tanh(qp[a] + kp[a]);
+    float dz = de * v[a] * (1.0f - t * t);
+    dkp[a] += dz;
+    dqp[a] += dz;
+    dv[a] += de * t;
+  }
+}
+
+// Column sums of a [rows, cols] matrix -> [cols]
+Tensor column_sums(const float* m, int64_t rows, int64_t cols) {
+  Tensor out = Tensor::zeros({cols});
+  float* o = out.data();
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* row = m + r * cols;
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) o[c] += row[c];
+  }
+  return out;
+}
+
+struct Dims {
+  int64_t T, B, E, S, A, Dv, Hd, G, In;
+};
+
+}  // namespace
+
+DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const Tensor& values, const Tensor& lengths,
+                                    const Tensor& s0, const DecoderLoopWeights& w) {
+  bool ok = emb.defined() && keys.defined() && values.defined() && lengths.defined() && s0.defined() &&
+            w.W1.defined() && w.v.defined() && w.w_ih.defined() && w.w_hh.defined() && emb.dim() == 3 &&
+            keys.dim() == 3 && values.dim() == 3 && lengths.dim() == 1 && s0.dim() == 2 && w.W1.dim() == 2 &&
+            w.v.dim() == 1 && w.w_ih.dim() == 2 && w.w_hh.dim() == 2;
+  Dims d{};
+  if (ok) {
+    d = {emb.size(0), emb.size(1), emb.size(2), keys.size(1), keys.size(2), values.size(2), s0.size(1),
+         3 * s0.size(1), emb.size(2) + values.size(2)};
+    ok = keys.size(0) == d.B && values.size(0) == d.B && values.size(1) == d.S && lengths.size(0) == d.B &&
+         s0.size(0) == d.B && w.W1.size(0) == d.A && w.W1.size(1) == d.Hd && w.v.size(0) == d.A &&
+         w.w_ih.size(0) == d.G && w.w_ih.size(1) == d.In && w.w_hh.size(0) == d.G && w.w_hh.size(1) == d.Hd &&
+         (!w.b_ih.defined() || w.b_ih.numel() == d.G) && (!w.b_hh.defined() || w.b_hh.numel() == d.G);
+  }
+  if (!ok)
+    throw std::invalid_argument("rnnsearch_decoder: emb " + shp(emb) + ", keys " + shp(keys) + ", values " +
+                                shp(values) + ", lengths " + shp(lengths) + ", s0 " + shp(s0) + ", W1 " + shp(w.W1) +
+                                ", v " + shp(w.v) + ", w_ih " + shp(w.w_ih) + ", w_hh " + shp(w.w_hh) +
+                                " (expects emb [T, B, E], keys [B, S, A], values [B, S, Dv], lengths [B], s0 [B, Hd], "
+                                "W1 [A, Hd], v [A], w_ih [3Hd, E + Dv], w_hh [3Hd, Hd])");
+  const int64_t T = d.T, B = d.B, E = d.E, S = d.S, A = d.A, Dv = d.Dv, Hd = d.Hd, G = d.G, In = d.In;
+  std::vector<int64_t> len(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    const float l = lengths.data()[b];
+    if (!(l >= 0.0f && l <= float(S)) || l != std::floor(l))
+      throw std::invalid_argument("rnnsearch_decoder: length " + std::to_string(l) + " outside [0, " +
+                                  std::to_string(S) + "]");
+    len[size_t(b)] = int64_t(l);
+  }
+  Tensor b_ih = w.b_ih.defined() ? w.b_ih : Tensor::zeros({G}), b_hh = w.b_hh.defined() ? w.b_hh : Tensor::zeros({G});
+
+  DecoderLoopOutput out;
+  out.states = Tensor::empty({T, B, Hd});
+  out.contexts = Tensor::empty({T, B, Dv});
+  Tensor gates = Tensor::empty({T * B, G});  // x W_ih^T, then the activated r, z, n (saved)
+  Tensor ghn = Tensor::empty({T * B, Hd});   // W_hn s + b_hn (saved)
+  Tensor qp = Tensor::empty({T * B, A});     // W1 s_{t-1} (saved)
+  Tensor wts = Tensor::empty({T * B, S});    // attention weights (saved)
+  Tensor sprev = Tensor::empty({T * B, Hd}); // s_{t-1} of every step (saved)
+  Tensor gh = Tensor::empty({B, G});         // s W_hh^T of one step
+  std::memcpy(sprev.data(), s0.data(), size_t(B * Hd) * sizeof(float));
+  // the embedding half of every step's input projection at once: [T * B, E] x [E, 3Hd]
+  kernels::gemm(false, true, T * B, G, E, 1.0f, emb.data(), E, w.w_ih.data(), In, 0.0f, gates.data(), G);
+
+  std::vector<float*> y_rows(static_cast<size_t>(B)), next_rows(static_cast<size_t>(B));
+  const float *pk = keys.data(), *pval = values.data(), *pv = w.v.data();
+  const bool par_att = B > 1 && B * S * (A + Dv) > kParallelGrain;
+  const bool par_gate = B > 1 && B * Hd * 8 > kParallelGrain;
+  for (int64_t t = 0; t < T; ++t) {
+    const float* sp = sprev.data() + t * B * Hd;
+    float* q = qp.data() + t * B * A;
+    float* wt = wts.data() + t * B * S;
+    float* ctx = out.contexts.data() + t * B * Dv;
+    float* g = gates.data() + t * B * G;
+    // qp = s_{t-1} W1^T
+    kernels::gemm(false, true, B, A, Hd, 1.0f, sp, Hd, w.W1.data(), Hd, 0.0f, q, A);
+#pragma omp parallel for schedule(static) if (par_att)
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t L = len[size_t(b)];
+      float* wr = wt + b * S;
+      // e_j = v^T tanh(W1 s + kp_j); a = softmax over j < L
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t j = 0; j < L; ++j) mx = std::max(mx, wr[j] = score(q + b * A, pk + (b * S + j) * A, pv, A));
+      float sum = 0.0f;
+      for (int64_t j = 0; j < L; ++j) sum += (wr[j] = std::exp(wr[j] - mx));
+      const float inv = L > 0 ? 1.0f / sum : 0.0f;
+      for (int64_t j = 0; j < L; ++j) wr[j] *= inv;
+      std::fill(wr + L, wr + S, 0.0f);
+      // c = sum_j a_j h_j
+      float* c = ctx + b * Dv;
+      std::fill(c, c + Dv, 0.0f);
+      for (int64_t j = 0; j < L; ++j) {
+        const float a = wr[j];
+        const float* h = pval + (b * S + j) * Dv;
+#pragma omp simd
+        for (int64_t e = 0; e < Dv; ++e) c[e] += a * h[e];
+      }
+    }
+    // gates += c_t W_ic^T (the context half of the input projection);  gh = s_{t-1} W_hh^T
+    kernels::gemm(false, true, B, G, Dv, 1.0f, ctx, Dv, w.w_ih.data() + E, In, 1.0f, g, G);
+    kernels::gemm(false, true, B, G, Hd, 1.0f, sp, Hd, w.w_hh.data(), Hd, 0.0f, gh.data(), G);
+    float* st = out.states.data() + t * B * Hd;
+    float* nx = t + 1 < T ? sprev.data() + (t + 1) * B * Hd : st;
+    for (int64_t b = 0; b < B; ++b) {
+      y_rows[size_t(b)] = st + b * Hd;
+      next_rows[size_t(b)] = nx + b * Hd;
+    }
+    // s_t = GRU gates (rnn_kernels), rows split across threads
+    const int64_t chunk = par_gate ? (B + omp_get_max_threads() - 1) / omp_get_max_threads() : B;
+#pragma omp parallel for schedule(static) if (par_gate)
+    for (int64_t r0 = 0; r0 < B; r0 += chunk) {
+      rnn_kernels::GruForward a;
+      a.n = std::min(chunk, B - r0), a.hidden = Hd, a.k_begin = 0, a.k_end = Hd;
+      a.gates = g + r0 * G;
+      a.gh = gh.data() + r0 * G;
+      a.b_ih = b_ih.data(), a.b_hh = b_hh.data();
+      a.h_prev = sp + r0 * Hd;
+      a.ghn = ghn.data() + (t * B + r0) * Hd;
+      a.y_rows = y_rows.data() + r0, a.next_rows = next_rows.data() + r0;
+      rnn_kernels::gru_forward(a);
+    }
+  }
+
+  autograd::record(
+      "rnnsearch_decoder", {emb, keys, values, s0, w.W1, w.v, w.w_ih, w.w_hh, w.b_ih, w.b_hh},
+      {&out.states, &out.contexts},
+      [d, len, emb = emb.detach(), keys = keys.detach(), values = values.detach(), W1 = w.W1.detach(),
+       v = w.v.detach(), w_ih = w.w_ih.detach(), w_hh = w.w_hh.detach(), has_bih = w.b_ih.defined(),
+       has_bhh = w.b_hh.defined(), gates, ghn, qp, wts, sprev,
+       contexts = out.contexts.detach()](const std::vector<Tensor>& douts) -> std::vector<Tensor> {
+        const int64_t T = d.T, B = d.B, E = d.E, S = d.S, A = d.A, Dv = d.Dv, Hd = d.Hd, G = d.G, In = d.In;
+        const float* dS = douts[0].defined() ? douts[0].data() : nullptr;  // [T, B, Hd]
+        const float* dC = douts[1].defined() ? douts[1].data() : nullptr;  // [T, B, Dv]
+        Tensor dh = Tensor::zeros({B, Hd});  // d s_t carried backwards
+        Tensor dgx = Tensor::empty({T * B, G}), dgh = Tensor::empty({T * B, G});
+        Tensor dkeys = Tensor::zeros(keys.shape()), dvalues = Tensor::zeros(values.shape());
+        Tensor dqp = Tensor::zeros({T * B, A});
+        const int threads = omp_get_max_threads();
+        Tensor dv_part = Tensor::zeros({int64_t(threads), A});
+        Tensor da = Tensor::empty({int64_t(threads), S});
+        Tensor dc = Tensor::empty({B, Dv});
+        Tensor zero_row = Tensor::zeros({Hd});
+        std::vector<const float*> dy_rows(static_cast<size_t>(B));
+        const float *pk = keys.data(), *pval = values.data(), *pv = v.data();
+        float *pdk = dkeys.data(), *pdval = dvalues.data();
+        const bool par_att = B > 1 && B * S * (A + Dv) > kParallelGrain;
+        const bool par_gate = B > 1 && B * Hd * 8 > kParallelGrain;
+        for (int64_t t = T - 1; t >= 0; --t) {
+          for (int64_t b = 0; b < B; ++b) dy_rows[size_t(b)] = dS ? dS + (t * B + b) * Hd : zero_row.data();
+          float* dgx_t = dgx.data() + t * B * G;
+          float* dgh_t = dgh.data() + t * B * G;
+          // s_t = GRU(x_t, s_{t-1}): gate gradients; dh <- (dh + dS_t) z
+          const int64_t chunk = par_gate ? (B + omp_get_max_threads() - 1) / omp_get_max_threads() : B;
+#pragma omp parallel for schedule(static) if (par_gate)
+          for (int64_t r0 = 0; r0 < B; r0 += chunk) {
+            rnn_kernels::GruBackward a;
+            a.n = std::min(chunk, B - r0), a.hidden = Hd, a.k_begin = 0, a.k_end = Hd;
+            a.gates = gates.data() + (t * B + r0) * G;
+            a.ghn = ghn.data() + (t * B + r0) * Hd;
+            a.h_prev = sprev.data() + (t * B + r0) * Hd;
+            a.dy_rows = dy_rows.data() + r0;
+            a.dh = dh.data() + r0 * Hd;
+            a.dgx = dgx_t + r0 * G, a.dgh = dgh_t + r0 * G;
+            rnn_kernels::gru_backward(a);
+          }
+          // gh = s W_hh^T  =>  ds_{t-1} += dgh W_hh
+          kernels::gemm(false, false, B, Hd, G, 1.0f, dgh_t, G, w_hh.data(), Hd, 1.0f, dh.data(), Hd);
+          // x_t = [emb_t; c_t], gates_x = x_t W_ih^T  =>  dc_t = dgx W_ic (+ the output's own gradient)
+          kernels::gemm(false, false, B, Dv, G, 1.0f, dgx_t, G, w_ih.data() + E, In, 0.0f, dc.data(), Dv);
+          if (dC) kernels::add_inplace(dc, douts[1].narrow0(t, 1).view({B, Dv}));
+          const float* q = qp.data() + t * B * A;
+          const float* wt = wts.data() + t * B * S;
+          float* dq = dqp.data() + t * B * A;
+#pragma omp parallel for schedule(static) if (par_att)
+          for (int64_t b = 0; b < B; ++b) {
+            const int tid = omp_get_thread_num();
+            float* dar = da.data() + int64_t(tid) * S;
+            float* dvr = dv_part.data() + int64_t(tid) * A;
+            const int64_t L = len[size_t(b)];
+            const float* wr = wt + b * S;
+            const float* dcb = dc.data() + b * Dv;
+            // c = sum_j a_j h_j  =>  da_j = dc . h_j,  dh_j += a_j dc
+            float dot = 0.0f;
+            for (int64_t j = 0; j < L; ++j) {
+              const float* h = pval + (b * S + j) * Dv;
+              float* dhj = pdval + (b * S + j) * Dv;
+              const float a = wr[j];
+              float s = 0.0f;
+#pragma omp simd reduction(+ : s)
+              for (int64_t e = 0; e < Dv; ++e) {
+                s += dcb[e] * h[e];
+                dhj[e] += a * dcb[e];
+              }
+              dar[j] = s;
+              dot += a * s;
+            }
+            // a = softmax(e)  =>  de_j = a_j (da_j - sum_k a_k da_k);  e_j = v^T tanh(qp + kp_j)
+            for (int64_t j = 0; j < L; ++j)
+              score_backward(q + b * A, pk + (b * S + j) * A, pv, wr[j] * (dar[j] - dot), A, pdk + (b * S + j) * A,
+                             dq + b * A, dvr);
+          }
+          // qp = s_{t-1} W1^T  =>  ds_{t-1} += dqp W1
+          kernels::gemm(false, false, B, Hd, A, 1.0f, dq, A, W1.data(), Hd, 1.0f, dh.data(), Hd);
+        }
+        // weight gradients: one GEMM each over all T * B rows
+        Tensor dW1 = Tensor::empty(W1.shape()), dWih = Tensor::empty(w_ih.shape()), dWhh = Tensor::empty(w_hh.shape());
+        kernels::gemm(true, false, A, Hd, T * B, 1.0f, dqp.data(), A, sprev.data(), Hd, 0.0f, dW1.data(), Hd);
+        kernels::gemm(true, false, G, E, T * B, 1.0f, dgx.data(), G, emb.data(), E, 0.0f, dWih.data(), In);
+        kernels::gemm(true, false, G, Dv, T * B, 1.0f, dgx.data(), G, contexts.data(), Dv, 0.0f, dWih.data() + E, In);
+        kernels::gemm(true, false, G, Hd, T * B, 1.0f, dgh.data(), G, sprev.data(), Hd, 0.0f, dWhh.data(), Hd);
+        Tensor demb = Tensor::empty(emb.shape());
+        kernels::gemm(false, false, T * B, E, G, 1.0f, dgx.data(), G, w_ih.data(), In, 0.0f, demb.data(), E);
+        Tensor dv = kernels::sum_axis(dv_part, 0, false);
+        Tensor db_ih = has_bih ? column_sums(dgx.data(), T * B, G) : Tensor();
+        Tensor db_hh = has_bhh ? column_sums(dgh.data(), T * B, G) : Tensor();
+        return {demb, dkeys, dvalues, dh, dW1, dv, dWih, dWhh, db_ih, db_hh};
+      });
+  return out;
+}
+
+}  // namespace attn::models

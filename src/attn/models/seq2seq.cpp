@@ -1,0 +1,126 @@
+#include "attn/models/seq2seq.h"
+
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+
+#include "attn/models/luong.h"
+#include "attn/models/model_parts.h"
+#include "attn/models/output_loss.h"
+#include "attn/models/rnnsearch.h"
+
+namespace attn::models {
+
+Tensor Seq2SeqModel::forced_logits(const data::Seq2SeqBatch& b) const {
+  OutputLayer out = output_layer();
+  return linear(forced_features(b), out.weight, out.bias);
+}
+
+Tensor Seq2SeqModel::loss(const data::Seq2SeqBatch& b, const LossOptions& options) const {
+  Tensor features = forced_features(b);    // [T * B, R], time-major
+  Tensor targets = time_major(b.tgt_out);  // [T, B]
+  CrossEntropyOptions ce;
+  ce.ignore_index = data::kPad;
+  ce.label_smoothing = options.label_smoothing;
+  OutputLayer out = output_layer();
+  return output_cross_entropy(features, out.weight, out.bias, targets.view({targets.numel()}), ce);
+}
+
+std::unique_ptr<Seq2SeqModel> make_model(const ModelConfig& config, Rng& init, uint64_t dropout_seed) {
+  switch (config.type) {
+    case ModelType::RnnSearch: return std::make_unique<RnnSearch>(config, init, dropout_seed);
+    case ModelType::Luong: return std::make_unique<Luong>(config, init, dropout_seed);
+  }
+  throw std::invalid_argument("make_model: unknown model type");
+}
+
+Tensor select_rows(const Tensor& x, const std::vector<int64_t>& rows) {
+  if (!x.defined()) return x;
+  if (x.dim() < 1) throw std::invalid_argument("select_rows: scalar tensor");
+  Shape s = x.shape();
+  const int64_t M = s[0], row = M ? x.numel() / M : 0;
+  s[0] = int64_t(rows.size());
+  Tensor out = Tensor::empty(s);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i] < 0 || rows[i] >= M)
+      throw std::invalid_argument("select_rows: row " + std::to_string(rows[i]) + " outside [0, " + std::to_string(M) +
+                                  ")");
+    std::memcpy(out.data() + int64_t(i) * row, x.data() + rows[i] * row, size_t(row) * sizeof(float));
+  }
+  return out;
+}
+
+EncoderMemory select_rows(const EncoderMemory& m, const std::vector<int64_t>& rows) {
+  EncoderMemory out;
+  out.values = select_rows(m.values, rows);
+  out.keys = m.keys.same(m.values) ? out.values : select_rows(m.keys, rows);
+  out.lengths = select_rows(m.lengths, rows);
+  return out;
+}
+
+DecoderState select_rows(const DecoderState& s, const std::vector<int64_t>& rows) {
+  DecoderState out;
+  out.tensors.reserve(s.tensors.size());
+  for (const Tensor& t : s.tensors) out.tensors.push_back(select_rows(t, rows));
+  return out;
+}
+
+Tensor time_major(const Tensor& ids) {
+  if (!ids.defined() || ids.dim() != 2) throw std::invalid_argument("time_major: expects ids [B, T]");
+  const int64_t B = ids.size(0), T = ids.size(1);
+  Tensor out = Tensor::empty({T, B});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t = 0; t < T; ++t) out.data()[t * B + b] = ids.data()[b * T + t];
+  return out;
+}
+
+namespace detail {
+
+Tensor lengths_tensor(const std::vector<int64_t>& lengths) {
+  Tensor t = Tensor::empty({int64_t(lengths.size())});
+  for (size_t i = 0; i < lengths.size(); ++i) t.data()[i] = float(lengths[i]);
+  return t;
+}
+
+Tensor mean_over_valid(const Tensor& x, const std::vector<int64_t>& lengths) {
+  const int64_t B = x.size(0);
+  Tensor inv = Tensor::empty({B, 1});
+  for (int64_t b = 0; b < B; ++b) inv.data()[b] = lengths[size_t(b)] > 0 ? 1.0f / float(lengths[size_t(b)]) : 0.0f;
+  // x is zero past each length (the fused RNN ops write zeros there)
+  return mul(sum(x, 1), inv);
+}
+
+void check_source(const char* who, const Tensor& src, const std::vector<int64_t>& lengths, int64_t vocab) {
+  if (!src.defined() || src.dim() != 2)
+    throw std::invalid_argument(std::string(who) + ": src must be [batch, src_len], got " +
+                                (src.defined() ? src.shape().str() : "undefined"));
+  if (int64_t(lengths.size()) != src.size(0))
+    throw std::invalid_argument(std::string(who) + ": " + std::to_string(lengths.size()) + " lengths for src " +
+                                src.shape().str());
+  for (int64_t len : lengths)
+    if (len < 1 || len > src.size(1))
+      throw std::invalid_argument(std::string(who) + ": source length " + std::to_string(len) + " outside [1, " +
+                                  std::to_string(src.size(1)) + "]");
+  (void)vocab;  // ids are range-checked by the embedding lookup
+}
+
+std::shared_ptr<nn::Embedding> make_embedding(int64_t vocab, const ModelConfig& c, Rng& rng) {
+  auto e = std::make_shared<nn::Embedding>(vocab, c.embed, data::kPad, rng);
+  if (c.tied_embeddings != TiedEmbeddings::None) {
+    // Shared with the output projection: N(0, 1/sqrt(E)) as fairseq / Marian,
+    // so the initial logits are O(1) rather than O(sqrt(E)).
+    const float scale = 1.0f / std::sqrt(float(c.embed));
+    float* w = e->weight.data();
+    for (int64_t i = 0; i < e->weight.numel(); ++i) w[i] *= scale;
+  }
+  return e;
+}
+
+Tensor uniform_param(const Shape& shape, int64_t fan_in, Rng& rng) {
+  const float k = 1.0f / std::sqrt(float(fan_in));
+  return rand_uniform(shape, rng, -k, k);
+}
+
+}  // namespace detail
+
+}  // namespace attn::models

@@ -1,0 +1,39 @@
+#include "attn/train/model_dir.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include "attn/tensor/safetensors.h"
+#include "attn/train/checkpoint.h"
+
+namespace attn::train {
+
+TranslationModel load_translation_model(const std::string& dir, const std::string& weights) {
+  const std::string path = weights.empty() ? dir + "/model.safetensors" : weights;
+  if (!std::filesystem::exists(path))
+    throw std::runtime_error(path + ": no model file (train one with `attn train`, which keeps the best model there)");
+  SafetensorsFile file = load_safetensors(path);
+  auto cfg = file.metadata.find("config");
+  if (cfg == file.metadata.end()) throw std::runtime_error(path + ": no model config in the file's metadata");
+  models::ModelConfig c;
+  try {
+    c = models::model_config_from_json(cfg->second, "model");
+    models::validate(c);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(path + ": " + e.what());
+  }
+  TranslationModel tm;
+  tm.src_vocab = std::make_unique<data::SubwordVocab>(data::SubwordVocab::load(dir + "/vocab.src.model"));
+  tm.tgt_vocab = std::make_unique<data::SubwordVocab>(data::SubwordVocab::load(dir + "/vocab.tgt.model"));
+  if (tm.src_vocab->size() != c.src_vocab || tm.tgt_vocab->size() != c.tgt_vocab)
+    throw std::runtime_error(dir + ": vocabularies of " + std::to_string(tm.src_vocab->size()) + "/" +
+                             std::to_string(tm.tgt_vocab->size()) + " pieces, the model expects " +
+                             std::to_string(c.src_vocab) + "/" + std::to_string(c.tgt_vocab));
+  Rng init(0);
+  tm.model = models::make_model(c, init, 0);
+  load_into_params(file, tm.model->named_parameters());
+  tm.model->train(false);
+  return tm;
+}
+
+}  // namespace attn::train

@@ -1,0 +1,251 @@
+#include "attn/train/mt_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "attn/models/config_reader.h"
+
+namespace attn::train {
+namespace {
+
+using nlohmann::json;
+
+// A YAML scalar as JSON: quoted -> string; else null, bool, integer, float, or string.
+json scalar_to_json(const YAML::Node& n) {
+  const std::string& s = n.Scalar();
+  if (n.Tag() == "!") return s;  // explicitly quoted
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  int64_t i = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), i);
+  if (ec == std::errc() && p == s.data() + s.size()) return i;
+  char* end = nullptr;
+  double d = std::strtod(s.c_str(), &end);
+  if (end && *end == '\0' && end != s.c_str()) return d;
+  return s;
+}
+
+json yaml_to_json(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined: return nullptr;
+    case YAML::NodeType::Scalar: return scalar_to_json(n);
+    case YAML::NodeType::Sequence: {
+      json a = json::array();
+      for (const auto& e : n) a.push_back(yaml_to_json(e));
+      return a;
+    }
+    case YAML::NodeType::Map: {
+      json o = json::object();
+      for (const auto& kv : n) o[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+      return o;
+    }
+  }
+  return nullptr;
+}
+
+void apply_override(json& root, const std::string& setting) {
+  const size_t eq = setting.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw std::invalid_argument("--set " + setting + ": expected section.key=value");
+  const std::string key = setting.substr(0, eq), value = setting.substr(eq + 1);
+  json* node = &root;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = key.find('.', start);
+    const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    if (part.empty()) throw std::invalid_argument("--set " + setting + ": empty key part");
+    if (!node->is_object()) *node = json::object();
+    if (dot == std::string::npos) {
+      YAML::Node v;
+      try {
+        v = YAML::Load(value);
+      } catch (const YAML::Exception& e) {
+        throw std::invalid_argument("--set " + setting + ": value is not valid YAML: " + e.what());
+      }
+      (*node)[part] = yaml_to_json(v);
+      return;
+    }
+    node = &(*node)[part];
+    start = dot + 1;
+  }
+}
+
+DataConfig read_data(const json& j) {
+  config::ObjectReader r(j, "data");
+  DataConfig d;
+  d.train_src = r.get_string("train_src", d.train_src);
+  d.train_tgt = r.get_string("train_tgt", d.train_tgt);
+  d.train_tsv = r.get_string("train_tsv", d.train_tsv);
+  d.valid_src = r.get_string("valid_src", d.valid_src);
+  d.valid_tgt = r.get_string("valid_tgt", d.valid_tgt);
+  d.valid_tsv = r.get_string("valid_tsv", d.valid_tsv);
+  d.valid_holdout = r.get_int("valid_holdout", d.valid_holdout);
+  d.test_holdout = r.get_int("test_holdout", d.test_holdout);
+  d.tsv_src_column = int(r.get_int("tsv_src_column", d.tsv_src_column));
+  d.tsv_tgt_column = int(r.get_int("tsv_tgt_column", d.tsv_tgt_column));
+  d.max_src_tokens = r.get_int("max_src_tokens", d.max_src_tokens);
+  d.max_tgt_tokens = r.get_int("max_tgt_tokens", d.max_tgt_tokens);
+  d.max_ratio = r.get_double("max_ratio", d.max_ratio);
+  r.finish();
+  const bool files = !d.train_src.empty() || !d.train_tgt.empty();
+  if (files == !d.train_tsv.empty())
+    throw std::invalid_argument("data: give either train_src and train_tgt, or train_tsv");
+  if (files && (d.train_src.empty() || d.train_tgt.empty()))
+    throw std::invalid_argument("data: train_src and train_tgt go together");
+  const bool vfiles = !d.valid_src.empty() || !d.valid_tgt.empty();
+  if (vfiles && (d.valid_src.empty() || d.valid_tgt.empty()))
+    throw std::invalid_argument("data: valid_src and valid_tgt go together");
+  if (int(vfiles) + int(!d.valid_tsv.empty()) + int(d.valid_holdout > 0) != 1)
+    throw std::invalid_argument("data: give exactly one of valid_src/valid_tgt, valid_tsv or valid_holdout > 0");
+  if (d.test_holdout < 0 || d.valid_holdout < 0) throw std::invalid_argument("data: holdout sizes must be >= 0");
+  return d;
+}
+
+VocabConfig read_vocab(const json& j) {
+  config::ObjectReader r(j, "vocab");
+  VocabConfig v;
+  v.joint = r.get_bool("joint", v.joint);
+  v.size = int(r.get_int("size", v.size));
+  v.type = r.get_enum<std::string>("type", v.type, {{"unigram", "unigram"}, {"bpe", "bpe"}});
+  v.character_coverage = r.get_double("character_coverage", v.character_coverage);
+  v.src_model = r.get_string("src_model", v.src_model);
+  v.tgt_model = r.get_string("tgt_model", v.tgt_model);
+  r.finish();
+  if (v.size <= 4) throw std::invalid_argument("vocab.size must be > 4");
+  if (!v.joint && v.src_model.empty() != v.tgt_model.empty())
+    throw std::invalid_argument("vocab: separate vocabularies need both src_model and tgt_model, or neither");
+  return v;
+}
+
+TrainOptions read_train(const json& j) {
+  config::ObjectReader r(j, "train");
+  TrainOptions t;
+  t.out_dir = r.get_string("out_dir", t.out_dir);
+  t.seed = uint64_t(r.get_int("seed", int64_t(t.seed)));
+  t.threads = int(r.get_int("threads", t.threads));
+  t.max_tokens = r.get_int("max_tokens", t.max_tokens);
+  t.max_sentences = r.get_int("max_sentences", t.max_sentences);
+  t.lr = r.get_double("lr", t.lr);
+  t.beta2 = r.get_double("beta2", t.beta2);
+  t.weight_decay = r.get_double("weight_decay", t.weight_decay);
+  t.clip = r.get_double("clip", t.clip);
+  t.label_smoothing = r.get_double("label_smoothing", t.label_smoothing);
+  t.max_epochs = r.get_int("max_epochs", t.max_epochs);
+  t.max_steps = r.get_int("max_steps", t.max_steps);
+  t.max_minutes = r.get_double("max_minutes", t.max_minutes);
+  t.valid_every = r.get_int("valid_every", t.valid_every);
+  t.log_every = r.get_int("log_every", t.log_every);
+  t.metric = r.get_enum<std::string>("metric", t.metric, {{"bleu", "bleu"}, {"perplexity", "perplexity"}});
+  t.lr_decay = r.get_double("lr_decay", t.lr_decay);
+  t.lr_patience = r.get_int("lr_patience", t.lr_patience);
+  t.min_lr = r.get_double("min_lr", t.min_lr);
+  t.early_stop = r.get_int("early_stop", t.early_stop);
+  t.valid_bleu_sentences = r.get_int("valid_bleu_sentences", t.valid_bleu_sentences);
+  t.valid_beam = int(r.get_int("valid_beam", t.valid_beam));
+  t.valid_batch_sentences = r.get_int("valid_batch_sentences", t.valid_batch_sentences);
+  r.finish();
+  auto need = [](bool ok, const std::string& msg) {
+    if (!ok) throw std::invalid_argument("train." + msg);
+  };
+  need(!t.out_dir.empty(), "out_dir is required");
+  need(t.max_tokens > 0, "max_tokens must be > 0");
+  need(t.lr > 0, "lr must be > 0");
+  need(t.clip >= 0, "clip must be >= 0");
+  need(t.label_smoothing >= 0 && t.label_smoothing < 1, "label_smoothing must be in [0, 1)");
+  need(t.max_epochs > 0 || t.max_steps > 0 || t.max_minutes > 0,
+       "max_epochs, max_steps and max_minutes are all 0: the run would never end");
+  need(t.valid_every >= 0 && t.log_every > 0, "valid_every must be >= 0 and log_every > 0");
+  need(t.lr_decay > 0 && t.lr_decay <= 1, "lr_decay must be in (0, 1]");
+  need(t.lr_patience >= 0 && t.early_stop >= 0, "lr_patience and early_stop must be >= 0");
+  need(t.valid_beam >= 1 && t.valid_batch_sentences >= 1, "valid_beam and valid_batch_sentences must be >= 1");
+  return t;
+}
+
+}  // namespace
+
+TrainConfig parse_train_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
+                               const std::string& origin) {
+  json root;
+  try {
+    root = yaml_to_json(YAML::Load(yaml_text));
+  } catch (const YAML::Exception& e) {
+    throw std::invalid_argument(origin + ": not valid YAML: " + e.what());
+  }
+  if (root.is_null()) root = json::object();
+  try {
+    for (const std::string& o : overrides) apply_override(root, o);
+    config::ObjectReader r(root, "config");
+    TrainConfig c;
+    const json empty = json::object();
+    const json* d = r.child("data");
+    const json* v = r.child("vocab");
+    const json* m = r.child("model");
+    const json* t = r.child("train");
+    if (!d) throw std::invalid_argument("data: section missing (training and validation corpora)");
+    c.data = read_data(*d);
+    c.vocab = read_vocab(v ? *v : empty);
+    c.model = models::model_config_from_json((m ? *m : empty).dump(), "model");
+    c.train = read_train(t ? *t : empty);
+    r.finish();
+    return c;
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(origin + ": " + e.what());
+  }
+}
+
+TrainConfig load_train_config(const std::string& yaml_path, const std::vector<std::string>& overrides) {
+  std::ifstream in(yaml_path);
+  if (!in) throw std::runtime_error(yaml_path + ": cannot open the config file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_train_config(ss.str(), overrides, yaml_path);
+}
+
+std::string to_json(const TrainConfig& c) {
+  nlohmann::ordered_json j;
+  const DataConfig& d = c.data;
+  j["data"] = {{"train_src", d.train_src},     {"train_tgt", d.train_tgt},         {"train_tsv", d.train_tsv},
+               {"valid_src", d.valid_src},     {"valid_tgt", d.valid_tgt},         {"valid_tsv", d.valid_tsv},
+               {"valid_holdout", d.valid_holdout}, {"test_holdout", d.test_holdout},
+               {"tsv_src_column", d.tsv_src_column}, {"tsv_tgt_column", d.tsv_tgt_column},
+               {"max_src_tokens", d.max_src_tokens}, {"max_tgt_tokens", d.max_tgt_tokens},
+               {"max_ratio", d.max_ratio}};
+  const VocabConfig& v = c.vocab;
+  j["vocab"] = {{"joint", v.joint}, {"size", v.size}, {"type", v.type}, {"character_coverage", v.character_coverage},
+                {"src_model", v.src_model}, {"tgt_model", v.tgt_model}};
+  j["model"] = nlohmann::ordered_json::parse(models::to_json(c.model));
+  const TrainOptions& t = c.train;
+  j["train"] = {{"out_dir", t.out_dir},
+                {"seed", t.seed},
+                {"threads", t.threads},
+                {"max_tokens", t.max_tokens},
+                {"max_sentences", t.max_sentences},
+                {"lr", t.lr},
+                {"beta2", t.beta2},
+                {"weight_decay", t.weight_decay},
+                {"clip", t.clip},
+                {"label_smoothing", t.label_smoothing},
+                {"max_epochs", t.max_epochs},
+                {"max_steps", t.max_steps},
+                {"max_minutes", t.max_minutes},
+                {"valid_every", t.valid_every},
+                {"log_every", t.log_every},
+                {"metric", t.metric},
+                {"lr_decay", t.lr_decay},
+                {"lr_patience", t.lr_patience},
+                {"min_lr", t.min_lr},
+                {"early_stop", t.early_stop},
+                {"valid_bleu_sentences", t.valid_bleu_sentences},
+                {"valid_beam", t.valid_beam},
+                {"valid_batch_sentences", t.valid_batch_sentences}};
+  return j.dump(2);
+}
+
+}  // namespace attn::train

@@ -1,0 +1,56 @@
+// The translation trainer: reads the corpora, trains or loads SentencePiece
+// vocabularies, builds the model from the config, and trains it with Adam,
+// gradient clipping, label smoothing, validation (perplexity and detokenised
+// BLEU) every N steps, learning-rate decay on plateau, early stopping and
+// keep-best; it checkpoints everything needed to continue the same run.
+//
+// The run directory (train.out_dir):
+//   train_config.json         the resolved configuration, for the record
+//   vocab.src.model / vocab.tgt.model   SentencePiece models (copies when joint)
+//   model.safetensors, config.json      the best model so far (what `attn translate --model DIR` reads)
+//   checkpoint/               the latest training checkpoint (train/checkpoint.h): weights, Adam
+//                             state and LR, step, epoch, batches consumed in the epoch, dropout Rng
+//                             state, best score, plateau counters
+//   log.jsonl                 one JSON object per progress line and per validation
+//   test.src / test.ref       the held-out test split (data.test_holdout > 0)
+//
+// Resuming (RunOptions::resume) loads checkpoint/ and continues with the next
+// batch of the same epoch plan: with the same config, seed and thread count,
+// stopping and resuming gives bit-identical parameters to not stopping.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "attn/train/mt_config.h"
+
+namespace attn::train {
+
+struct RunOptions {
+  bool resume = false;                   // continue from out_dir/checkpoint (required to exist)
+  int64_t stop_after_steps = 0;          // interrupt after this many steps of this invocation:
+                                         // checkpoint and return, as if killed (0: off)
+  const std::atomic<bool>* stop = nullptr;  // when set to true (e.g. by SIGINT): checkpoint and return
+  std::function<void(const std::string&)> print;  // progress lines; default: stdout
+};
+
+struct TrainSummary {
+  int64_t steps = 0;                 // optimizer steps in total (including resumed ones)
+  int64_t epoch = 0;                 // epoch reached (0-based)
+  bool completed = false;            // false: interrupted (stop_after_steps / stop flag)
+  std::string stop_reason;           // "max_epochs", "max_steps", "max_minutes", "early_stop", "interrupted"
+  std::optional<double> best_bleu;   // best validation BLEU seen by this run directory
+  std::optional<double> best_perplexity;
+  std::optional<double> last_bleu;   // the last validation's BLEU
+  double tgt_tokens_per_s = 0;       // mean training throughput of this invocation (validation excluded)
+  double train_seconds = 0;          // training time of this invocation (validation excluded)
+};
+
+// Throws std::invalid_argument / std::runtime_error on bad configs, unreadable
+// or mismatched corpora (naming files and line counts), a run directory that
+// already holds a checkpoint without resume, or a checkpoint of another model.
+TrainSummary train_translation(const TrainConfig& config, const RunOptions& run = {});
+
+}  // namespace attn::train

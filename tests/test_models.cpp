@@ -1,0 +1,394 @@
+// Translation models: config parsing, the unbind op's gradient, whole-model
+// gradients by finite differences, and teacher forcing == step-by-step decoding.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "attn/autograd/ops_sequence.h"
+#include "attn/models/config.h"
+#include "attn/attention/additive_step.h"
+#include "attn/models/output_loss.h"
+#include "attn/models/rnnsearch_decoder.h"
+#include "attn/nn/rnn.h"
+#include "attn/models/seq2seq.h"
+#include "gradcheck.h"
+
+namespace attn::testing {
+namespace {
+using models::ModelConfig;
+using T = std::vector<Tensor>;
+
+ATTN_GRADCHECK_CASE({"unbind", "[4, 2, 3] -> 4 x [2, 3], reassembled with weights", {{4, 2, 3}}, [](const T& x) {
+                       std::vector<Tensor> rows = unbind0(x[0]);
+                       // use rows in a different order and one twice, one not at all
+                       return concat({rows[2], affine(rows[0], 2.0f), mul(rows[3], rows[0])}, 0);
+                     }});
+
+Tensor targets_with_padding(int64_t N, int64_t V) {
+  Tensor t = Tensor::empty({N});
+  for (int64_t i = 0; i < N; ++i) t.data()[i] = i % 4 == 3 ? 0.0f : float((i * 7 + 1) % V);  // every 4th row: pad (0)
+  return t;
+}
+
+ATTN_GRADCHECK_CASE({"output_cross_entropy", "bias, smoothing 0.2, padding rows", {{6, 5}, {9, 5}, {9}}, [](const T& x) {
+                       CrossEntropyOptions o;
+                       o.ignore_index = 0;
+                       o.label_smoothing = 0.2f;
+                       // scaled so that the incoming gradient is not 1
+                       return affine(models::output_cross_entropy(x[0], x[1], x[2], targets_with_padding(6, 9), o), 1.7f);
+                     }});
+ATTN_GRADCHECK_CASE({"output_cross_entropy", "no bias, no smoothing", {{4, 3}, {7, 3}}, [](const T& x) {
+                       return models::output_cross_entropy(x[0], x[1], Tensor(), targets_with_padding(4, 7));
+                     }});
+
+// Equal to cross_entropy(linear(x, W, b)) in value and every gradient, over
+// several row blocks and a vocabulary that is not a multiple of the vector width.
+TEST(OutputCrossEntropy, MatchesLinearPlusCrossEntropy) {
+  Rng rng(3);
+  const int64_t N = 300, R = 24, V = 1003;
+  for (bool with_bias : {true, false}) {
+    Tensor x = randn({N, R}, rng).set_requires_grad(true), W = randn({V, R}, rng, 0.3f).set_requires_grad(true);
+    Tensor b = with_bias ? randn({V}, rng).set_requires_grad(true) : Tensor();
+    Tensor t = targets_with_padding(N, V);
+    CrossEntropyOptions o;
+    o.ignore_index = 0;
+    o.label_smoothing = 0.1f;
+    Tensor fused = models::output_cross_entropy(x, W, b, t, o);
+    backward(affine(fused, 0.5f));
+    Tensor gx = x.grad(), gW = W.grad(), gb = with_bias ? b.grad() : Tensor();
+    x.zero_grad();
+    W.zero_grad();
+    if (with_bias) b.zero_grad();
+    Tensor ref = cross_entropy(linear(x, W, b), t, o);
+    backward(affine(ref, 0.5f));
+    EXPECT_NEAR(fused.item(), ref.item(), 1e-5 * std::abs(ref.item()));
+    auto close = [](const Tensor& a, const Tensor& r, const char* what) {
+      ASSERT_EQ(a.shape(), r.shape()) << what;
+      double worst = 0, scale = 0;
+      for (int64_t i = 0; i < a.numel(); ++i) {
+        worst = std::max(worst, double(std::abs(a.data()[i] - r.data()[i])));
+        scale = std::max(scale, double(std::abs(r.data()[i])));
+      }
+      EXPECT_LE(worst, 1e-4 * scale) << what;
+    };
+    close(gx, x.grad(), "dx");
+    close(gW, W.grad(), "dW");
+    if (with_bias) close(gb, b.grad(), "db");
+  }
+  NoGradGuard ng;  // without grad mode: the loss alone
+  Tensor x = randn({5, 4}, rng), W = randn({11, 4}, rng);
+  EXPECT_NEAR(models::output_cross_entropy(x, W, Tensor(), targets_with_padding(5, 11)).item(),
+              cross_entropy(linear(x, W, Tensor()), targets_with_padding(5, 11)).item(), 1e-5);
+  EXPECT_THROW(models::output_cross_entropy(x, W, Tensor(), Tensor::full({5}, 11.0f)), std::invalid_argument);
+  EXPECT_THROW(models::output_cross_entropy(x, randn({11, 3}, rng), Tensor(), targets_with_padding(5, 11)),
+               std::invalid_argument);
+}
+
+// inputs: emb [T,B,E], keys [B,S,A], values [B,S,Dv], s0 [B,Hd], W1, v, w_ih, w_hh, b_ih, b_hh
+models::DecoderLoopOutput fused_loop(const T& x, const Tensor& lengths) {
+  return models::rnnsearch_decoder(x[0], x[1], x[2], lengths, x[3], {x[4], x[5], x[6], x[7], x[8], x[9]});
+}
+// T=3, B=2, E=2, S=4, A=3, Dv=2, Hd=2: small sizes, every path including a padded source
+ATTN_GRADCHECK_CASE({"rnnsearch_decoder", "T 3, lengths 4 and 2, states and contexts",
+                     {{3, 2, 2}, {2, 4, 3}, {2, 4, 2}, {2, 2}, {3, 2}, {3}, {6, 4}, {6, 2}, {6}, {6}},
+                     [](const T& x) {
+                       auto o = fused_loop(x, Tensor::from({4.0f, 2.0f}, {2}));
+                       return concat({reshape(o.states, {6, 2}), reshape(o.contexts, {6, 2})}, 1);
+                     }});
+ATTN_GRADCHECK_CASE({"rnnsearch_decoder", "attention size 17 (vector path), states only",
+                     {{2, 3, 2}, {3, 3, 17}, {3, 3, 3}, {3, 4}, {17, 4}, {17}, {12, 5}, {12, 4}, {12}, {12}},
+                     [](const T& x) { return fused_loop(x, Tensor::from({3.0f, 1.0f, 2.0f}, {3})).states; }});
+
+// The fused loop computes what T steps of additive_step + concat + gru compute,
+// forward and every gradient, at sizes that take the threaded and vector paths.
+TEST(RnnSearchDecoder, EqualsTheComposedSteps) {
+  const int64_t Tn = 5, B = 40, E = 24, S = 30, A = 32, Dv = 48, Hd = 40;
+  Rng rng(9);
+  std::vector<Tensor> x = {randn({Tn, B, E}, rng),           randn({B, S, A}, rng),
+                           randn({B, S, Dv}, rng),           randn({B, Hd}, rng),
+                           randn({A, Hd}, rng, 0.2f),        randn({A}, rng),
+                           randn({3 * Hd, E + Dv}, rng, 0.15f), randn({3 * Hd, Hd}, rng, 0.15f),
+                           randn({3 * Hd}, rng, 0.1f),       randn({3 * Hd}, rng, 0.1f)};
+  for (auto& t : x) t.set_requires_grad(true);
+  Tensor lengths = Tensor::empty({B});
+  for (int64_t b = 0; b < B; ++b) lengths.data()[b] = float(1 + (b * 7) % S);
+  Tensor rs = randn({Tn, B, Hd}, rng), rc = randn({Tn, B, Dv}, rng);
+  // fused
+  auto o = fused_loop(x, lengths);
+  backward(add(sum_all(mul(o.states, rs)), sum_all(mul(o.contexts, rc))));
+  std::vector<Tensor> g1;
+  for (auto& t : x) {
+    g1.push_back(t.grad());
+    t.zero_grad();
+  }
+  // composed
+  std::vector<Tensor> rows = unbind0(x[0]), states, contexts;
+  Tensor s = x[3];
+  RnnWeights w{x[6], x[7], x[8], x[9]};
+  for (int64_t t = 0; t < Tn; ++t) {
+    auto a = attention::additive_step(s, x[1], x[2], x[4], x[5], lengths);
+    s = gru(reshape(concat({rows[size_t(t)], a.context}, 1), {B, 1, E + Dv}), std::vector<int64_t>(size_t(B), 1), s, w).h_n;
+    states.push_back(reshape(s, {1, B, Hd}));
+    contexts.push_back(reshape(a.context, {1, B, Dv}));
+  }
+  Tensor st = concat(states, 0), ct = concat(contexts, 0);
+  backward(add(sum_all(mul(st, rs)), sum_all(mul(ct, rc))));
+  auto close = [](const Tensor& a, const Tensor& r, const std::string& what) {
+    ASSERT_TRUE(a.defined() && r.defined()) << what;
+    ASSERT_EQ(a.shape(), r.shape()) << what;
+    double worst = 0, scale = 1e-6;
+    for (int64_t i = 0; i < a.numel(); ++i) {
+      worst = std::max(worst, double(std::abs(a.data()[i] - r.data()[i])));
+      scale = std::max(scale, double(std::abs(r.data()[i])));
+    }
+    EXPECT_LE(worst, 2e-5 * scale) << what << " worst " << worst << " scale " << scale;
+  };
+  close(o.states, st, "states");
+  close(o.contexts, ct, "contexts");
+  const char* names[] = {"emb", "keys", "values", "s0", "W1", "v", "w_ih", "w_hh", "b_ih", "b_hh"};
+  for (size_t i = 0; i < x.size(); ++i) close(g1[i], x[i].grad(), std::string("d") + names[i]);
+  EXPECT_THROW(models::rnnsearch_decoder(x[0], x[1], x[2], Tensor::full({B}, float(S + 1)), x[3],
+                                         {x[4], x[5], x[6], x[7], x[8], x[9]}),
+               std::invalid_argument);
+  EXPECT_THROW(models::rnnsearch_decoder(x[0], x[2], x[1], lengths, x[3], {x[4], x[5], x[6], x[7], x[8], x[9]}),
+               std::invalid_argument);
+}
+
+TEST(ModelConfig, UnknownKeysAndBadValuesNameTheKey) {
+  try {
+    models::model_config_from_json(R"({"type": "rnnsearch", "embd": 32})", "model");
+    FAIL() << "unknown key accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("model.embd: unknown key"), std::string::npos) << e.what();
+  }
+  try {
+    models::model_config_from_json(R"({"type": "transformer"})", "model");
+    FAIL() << "bad enum accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("model.type"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rnnsearch"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(models::model_config_from_json(R"({"embed": "big"})"), std::invalid_argument);
+  EXPECT_THROW(models::model_config_from_json(R"({"embed": 2.5})"), std::invalid_argument);
+}
+
+TEST(ModelConfig, JsonRoundTripAndValidation) {
+  ModelConfig c;
+  c.type = models::ModelType::Luong;
+  c.src_vocab = 50;
+  c.tgt_vocab = 60;
+  c.cell = models::CellType::Lstm;
+  c.score = models::LuongScore::Concat;
+  c.decoder_layers = 2;
+  c.dropout = 0.3;
+  ModelConfig d = models::model_config_from_json(models::to_json(c));
+  EXPECT_EQ(models::to_json(c), models::to_json(d));
+  EXPECT_NO_THROW(models::validate(d));
+  ModelConfig bad = c;
+  bad.type = models::ModelType::RnnSearch;  // rnnsearch is GRU with one decoder layer
+  EXPECT_THROW(models::validate(bad), std::invalid_argument);
+  bad = c;
+  bad.tied_embeddings = models::TiedEmbeddings::All;  // needs a joint vocabulary
+  EXPECT_THROW(models::validate(bad), std::invalid_argument);
+  bad = c;
+  bad.window = models::LuongWindow::LocalM;  // local windows: dot / general only
+  EXPECT_THROW(models::validate(bad), std::invalid_argument);
+}
+
+ModelConfig tiny(models::ModelType type) {
+  ModelConfig c;
+  c.type = type;
+  c.src_vocab = 11;
+  c.tgt_vocab = 13;
+  c.embed = 6;
+  c.encoder_hidden = 5;
+  c.decoder_hidden = 7;
+  c.attention = 4;
+  c.readout = 6;
+  c.dropout = 0.0;
+  return c;
+}
+
+// A fixed batch: 3 sentences, source lengths 4, 2, 3; target lengths 3, 1, 2.
+data::Seq2SeqBatch tiny_batch(int64_t src_vocab, int64_t tgt_vocab) {
+  data::Seq2SeqBatch b;
+  const std::vector<std::vector<int>> src = {{4, 5, 6, 7}, {8, 9}, {10, 4, 5}};
+  const std::vector<std::vector<int>> tgt = {{5, 6, 7}, {8}, {9, 12}};
+  const int64_t B = 3, S = 4, T = 4;
+  b.src = Tensor::zeros({B, S});
+  b.tgt_in = Tensor::zeros({B, T});
+  b.tgt_out = Tensor::zeros({B, T});
+  for (int64_t i = 0; i < B; ++i) {
+    b.src_lengths.push_back(int64_t(src[i].size()));
+    for (size_t j = 0; j < src[i].size(); ++j) b.src.data()[i * S + int64_t(j)] = float(src[i][j] % src_vocab);
+    b.tgt_in.data()[i * T] = data::kBos;
+    for (size_t j = 0; j < tgt[i].size(); ++j) {
+      b.tgt_in.data()[i * T + int64_t(j) + 1] = float(tgt[i][j] % tgt_vocab);
+      b.tgt_out.data()[i * T + int64_t(j)] = float(tgt[i][j] % tgt_vocab);
+    }
+    b.tgt_out.data()[i * T + int64_t(tgt[i].size())] = data::kEos;
+    b.targets.push_back(tgt[i]);
+  }
+  return b;
+}
+
+struct Variant {
+  const char* name;
+  ModelConfig config;
+};
+
+std::vector<Variant> variants() {
+  std::vector<Variant> v;
+  v.push_back({"rnnsearch_mean", tiny(models::ModelType::RnnSearch)});
+  ModelConfig c = tiny(models::ModelType::RnnSearch);
+  c.decoder_init = models::DecoderInit::Backward;
+  c.encoder_layers = 2;
+  c.readout = c.embed;
+  c.tied_embeddings = models::TiedEmbeddings::Decoder;
+  v.push_back({"rnnsearch_backward_2layers_tied", c});
+  c = tiny(models::ModelType::Luong);
+  c.cell = models::CellType::Lstm;
+  c.decoder_layers = 2;
+  v.push_back({"luong_lstm_general_2layers", c});
+  c = tiny(models::ModelType::Luong);
+  c.score = models::LuongScore::Concat;
+  c.bidirectional = false;
+  v.push_back({"luong_gru_concat_unidirectional", c});
+  c = tiny(models::ModelType::Luong);
+  c.score = models::LuongScore::Dot;
+  c.encoder_hidden = 7;
+  c.bidirectional = false;
+  c.window = models::LuongWindow::LocalM;
+  c.window_half_width = 1;
+  v.push_back({"luong_gru_dot_local_m", c});
+  c = tiny(models::ModelType::Luong);
+  c.window = models::LuongWindow::LocalP;
+  c.window_half_width = 2;
+  v.push_back({"luong_gru_general_local_p", c});
+  return v;
+}
+
+class Models : public ::testing::TestWithParam<Variant> {};
+
+// Every parameter's gradient (a few elements each) against central differences
+// of the teacher-forced loss with label smoothing.
+TEST_P(Models, LossGradientsMatchFiniteDifferences) {
+  const Variant& v = GetParam();
+  Rng init(7);
+  auto model = models::make_model(v.config, init, 3);
+  data::Seq2SeqBatch b = tiny_batch(v.config.src_vocab, v.config.tgt_vocab);
+  models::LossOptions lo;
+  lo.label_smoothing = 0.1f;
+  model->zero_grad();
+  Tensor loss = model->loss(b, lo);
+  ASSERT_EQ(loss.numel(), 1);
+  ASSERT_TRUE(std::isfinite(loss.item()));
+  backward(loss);
+  Rng pick(11);
+  int checked = 0;
+  double worst = 0;
+  std::string worst_where;
+  for (auto& [name, p] : model->named_parameters()) {
+    Tensor g = p.grad();
+    ASSERT_TRUE(g.defined()) << name << " got no gradient";
+    for (int k = 0; k < 3; ++k) {
+      int64_t i = int64_t(pick.below(uint64_t(p.numel())));
+      const float orig = p.data()[i], h = 1e-2f;
+      double lp, lm;
+      {
+        NoGradGuard ng;
+        p.data()[i] = orig + h;
+        lp = model->loss(b, lo).item();
+        p.data()[i] = orig - h;
+        lm = model->loss(b, lo).item();
+        p.data()[i] = orig;
+      }
+      const double num = (lp - lm) / (2 * h), ana = g.data()[i];
+      const double err = std::abs(num - ana) / (3e-2 * (std::abs(num) + std::abs(ana)) + 2e-3);
+      if (err > worst) worst = err, worst_where = name + "[" + std::to_string(i) + "] num " + std::to_string(num) +
+                                                 " ana " + std::to_string(ana);
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 20);
+  EXPECT_LE(worst, 1.0) << worst_where;
+}
+
+// step() from encode(), fed the reference tokens, gives the same log-probs as
+// the teacher-forced logits (eval mode: no dropout), and weights that are
+// distributions over each source's valid positions.
+TEST_P(Models, StepByStepEqualsTeacherForcing) {
+  const Variant& v = GetParam();
+  ModelConfig c = v.config;
+  c.dropout = 0.3;  // must not matter in eval mode
+  Rng init(5);
+  auto model = models::make_model(c, init, 3);
+  model->train(false);
+  NoGradGuard ng;
+  data::Seq2SeqBatch b = tiny_batch(c.src_vocab, c.tgt_vocab);
+  const int64_t B = 3, T = b.tgt_in.size(1), V = c.tgt_vocab, S = b.src.size(1);
+  Tensor logits = model->forced_logits(b);  // [T * B, V]
+  ASSERT_EQ(logits.shape(), (Shape{T * B, V}));
+  Tensor ref = log_softmax(logits, -1);
+  models::Encoded e = model->encode(b.src, b.src_lengths);
+  models::DecoderState s = e.state;
+  double worst = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    Tensor prev = Tensor::empty({B});
+    for (int64_t i = 0; i < B; ++i) prev.data()[i] = b.tgt_in.data()[i * T + t];
+    models::StepOutput o = model->step(e.memory, s, prev);
+    ASSERT_EQ(o.log_probs.shape(), (Shape{B, V}));
+    ASSERT_EQ(o.weights.shape(), (Shape{B, S}));
+    for (int64_t i = 0; i < B; ++i) {
+      for (int64_t k = 0; k < V; ++k)
+        worst = std::max(worst, double(std::abs(o.log_probs.data()[i * V + k] - ref.data()[(t * B + i) * V + k])));
+      double sum = 0;
+      for (int64_t j = 0; j < S; ++j) {
+        float w = o.weights.data()[i * S + j];
+        if (j >= b.src_lengths[size_t(i)]) EXPECT_EQ(w, 0.0f) << "weight past the source length";
+        EXPECT_GE(w, 0.0f);
+        sum += w;
+      }
+      // local windows may exclude every position (local-m beyond the source): sum 0 or 1
+      if (c.window == models::LuongWindow::Global) EXPECT_NEAR(sum, 1.0, 1e-5);
+    }
+    s = o.state;
+  }
+  EXPECT_LT(worst, 1e-4);
+}
+
+// Dropout is active in training mode and draws from the model's own Rng.
+TEST_P(Models, DropoutOnlyInTrainingAndSeeded) {
+  ModelConfig c = GetParam().config;
+  c.dropout = 0.5;
+  data::Seq2SeqBatch b = tiny_batch(c.src_vocab, c.tgt_vocab);
+  Rng i1(5), i2(5);
+  auto m1 = models::make_model(c, i1, 9), m2 = models::make_model(c, i2, 9);
+  NoGradGuard ng;
+  float l1 = m1->loss(b).item(), l2 = m2->loss(b).item(), l1b = m1->loss(b).item();
+  EXPECT_EQ(l1, l2);   // same seeds, same masks
+  EXPECT_NE(l1, l1b);  // the next batch draws new masks
+  m1->train(false);
+  EXPECT_EQ(m1->loss(b).item(), m1->loss(b).item());
+}
+
+INSTANTIATE_TEST_SUITE_P(All, Models, ::testing::ValuesIn(variants()),
+                         [](const ::testing::TestParamInfo<Variant>& i) { return std::string(i.param.name); });
+
+TEST(Models, SelectRowsRepeatsAndReorders) {
+  Tensor x = Tensor::from({0, 1, 10, 11, 20, 21}, {3, 2});
+  Tensor y = models::select_rows(x, {2, 0, 0});
+  EXPECT_EQ(y.to_vector(), (std::vector<float>{20, 21, 0, 1, 0, 1}));
+  EXPECT_THROW(models::select_rows(x, {3}), std::invalid_argument);
+}
+
+TEST(Models, RejectsBadSources) {
+  Rng init(1);
+  auto m = models::make_model(tiny(models::ModelType::RnnSearch), init, 1);
+  EXPECT_THROW(m->encode(Tensor::zeros({2, 3}), {3, 0}), std::invalid_argument);  // empty source
+  EXPECT_THROW(m->encode(Tensor::zeros({2, 3}), {3}), std::invalid_argument);     // lengths count
+  EXPECT_THROW(m->encode(Tensor::full({1, 2}, 99.0f), {2}), std::invalid_argument);  // id out of range
+}
+
+}  // namespace
+}  // namespace attn::testing

@@ -1,0 +1,73 @@
+// The translation training config: YAML sections, --set overrides, and errors
+// that name the offending key.
+#include <gtest/gtest.h>
+
+#include "attn/train/mt_config.h"
+
+namespace attn::testing {
+namespace {
+
+const char* kBase = R"(
+data:
+  train_src: a.de
+  train_tgt: a.en
+  valid_holdout: 10
+model:
+  type: luong
+  cell: lstm
+  score: dot
+  encoder_hidden: 128
+  decoder_hidden: 256
+train:
+  out_dir: runs/x
+  lr: 5e-4
+)";
+
+std::string error_of(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  try {
+    train::parse_train_config(yaml, sets, "cfg.yaml");
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(TrainConfig, ParsesSectionsAndOverrides) {
+  train::TrainConfig c = train::parse_train_config(kBase, {"train.lr=0.003", "model.score=general", "vocab.size=500",
+                                                           "train.metric=perplexity", "data.max_ratio=2"});
+  EXPECT_EQ(c.data.train_src, "a.de");
+  EXPECT_EQ(c.data.valid_holdout, 10);
+  EXPECT_EQ(c.model.type, models::ModelType::Luong);
+  EXPECT_EQ(c.model.cell, models::CellType::Lstm);
+  EXPECT_EQ(c.model.score, models::LuongScore::General);
+  EXPECT_EQ(c.model.decoder_hidden, 256);
+  EXPECT_DOUBLE_EQ(c.train.lr, 0.003);
+  EXPECT_EQ(c.train.metric, "perplexity");
+  EXPECT_EQ(c.vocab.size, 500);
+  EXPECT_DOUBLE_EQ(c.data.max_ratio, 2.0);
+  EXPECT_NE(train::to_json(c).find("\"lr\": 0.003"), std::string::npos) << train::to_json(c);
+}
+
+TEST(TrainConfig, ErrorsNameTheKey) {
+  EXPECT_NE(error_of(kBase, {"train.learning_rate=1"}).find("train.learning_rate: unknown key"), std::string::npos);
+  EXPECT_NE(error_of(std::string(kBase) + "optimizer:\n  lr: 1\n").find("config.optimizer: unknown key"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase, {"model.embd=3"}).find("model.embd: unknown key"), std::string::npos);
+  EXPECT_NE(error_of(kBase, {"train.max_tokens=lots"}).find("train.max_tokens: expected a whole number"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase, {"model.cell=rnn"}).find("model.cell: expected one of gru, lstm"), std::string::npos);
+  EXPECT_EQ(error_of(kBase), "");
+  // every message names the file
+  EXPECT_EQ(error_of(kBase, {"train.lr=-1"}).rfind("cfg.yaml: ", 0), 0u);
+  // data rules
+  EXPECT_NE(error_of(kBase, {"data.train_tsv=x.tsv"}).find("either train_src and train_tgt, or train_tsv"),
+            std::string::npos);
+  EXPECT_NE(error_of(kBase, {"data.valid_tsv=v.tsv"}).find("exactly one of"), std::string::npos);
+  EXPECT_NE(error_of("model:\n  type: luong\n").find("data: section missing"), std::string::npos);
+  EXPECT_NE(error_of(kBase, {"train.out_dir="}).find("train.out_dir is required"), std::string::npos);
+  EXPECT_NE(error_of("data: [1, 2"), "");  // not YAML
+  EXPECT_NE(error_of(kBase, {"nokey"}).find("expected section.key=value"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace attn::testing
