@@ -162,7 +162,9 @@ TEST(TranslationE2E, StopAndResumeEqualsUninterrupted) {
   write_toy(dir.path, "valid", 30, 2);
   const std::string train_opts = "  max_steps: 30\n  max_epochs: 0\n  valid_every: 12\n  log_every: 5\n  threads: 2\n";
   auto config = [&](const std::string& out, const std::string& extra) {
-    return train::parse_train_config(toy_config(dir.path, out, train_opts + extra, "  dropout: 0.2\n"));
+    // two encoder layers: dropout between them must come from the checkpointed Rng too
+    return train::parse_train_config(
+        toy_config(dir.path, out, train_opts + extra, "  dropout: 0.2\n  encoder_layers: 2\n"));
   };
   train::RunOptions quiet;
   quiet.print = [](const std::string&) {};
@@ -199,6 +201,11 @@ TEST(TranslationE2E, StopAndResumeEqualsUninterrupted) {
   train::TrainConfig other = config(dir.path + "/c", "  seed: 2\n");
   train::train_translation(other, quiet);
   EXPECT_FALSE(same_tensors(dir.path + "/a/checkpoint/model.safetensors", dir.path + "/c/checkpoint/model.safetensors"));
+
+  // resuming a finished run changes nothing
+  train::TrainSummary b4 = train::train_translation(config(dir.path + "/b", ""), resume);
+  EXPECT_EQ(b4.steps, 30);
+  EXPECT_TRUE(same_tensors(dir.path + "/a/checkpoint/model.safetensors", dir.path + "/b/checkpoint/model.safetensors"));
 
   // resuming needs a checkpoint; a fresh run refuses to overwrite one
   EXPECT_THROW(train::train_translation(config(dir.path + "/d", ""), resume), std::runtime_error);

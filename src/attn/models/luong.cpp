@@ -26,7 +26,7 @@ Luong::Luong(const ModelConfig& c, Rng& rng, uint64_t dropout_seed) : Seq2SeqMod
   enc.hidden_size = c.encoder_hidden;
   enc.num_layers = c.encoder_layers;
   enc.bidirectional = c.bidirectional;
-  enc.dropout = float(c.dropout);
+  enc.dropout = 0.0f;  // between layers: applied by detail::run_encoder with the model's dropout Rng
   nn::RnnOptions dec;
   dec.input_size = E + Hd;  // input feeding: [E y_{t-1}; h̃_{t-1}]
   dec.hidden_size = Hd;
@@ -69,7 +69,9 @@ Encoded Luong::encode(const Tensor& src, const std::vector<int64_t>& lengths) co
   detail::check_source("luong", src, lengths, config_.src_vocab);
   const int64_t B = src.size(0), Hd = config_.decoder_hidden, L = config_.decoder_layers;
   Tensor emb = drop(src_embed_->forward(src));  // [B, S, E]
-  Tensor out = lstm() ? enc_lstm_->forward(emb, lengths).output : enc_gru_->forward(emb, lengths).output;  // [B, S, Dv]
+  const nn::RnnStack& stack = lstm() ? static_cast<const nn::RnnStack&>(*enc_lstm_) : *enc_gru_;
+  Tensor out = detail::run_encoder(stack, lstm(), emb, lengths, float(config_.dropout), is_training(), dropout_rng_)
+                   .output;  // [B, S, Dv]
   Encoded e;
   e.memory.values = out;
   e.memory.lengths = detail::lengths_tensor(lengths);

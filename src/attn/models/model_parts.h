@@ -5,6 +5,7 @@
 
 #include "attn/models/config.h"
 #include "attn/nn/layers.h"
+#include "attn/nn/rnn.h"
 
 namespace attn::models::detail {
 
@@ -18,5 +19,15 @@ void check_source(const char* who, const Tensor& src, const std::vector<int64_t>
 std::shared_ptr<nn::Embedding> make_embedding(int64_t vocab, const ModelConfig& c, Rng& rng);
 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)), PyTorch's Linear init
 Tensor uniform_param(const Shape& shape, int64_t fan_in, Rng& rng);
+
+struct EncoderRun {
+  Tensor output;        // [B, S, D*H] the last layer's outputs (forward features, then reverse)
+  Tensor last_reverse;  // [B, H] the last layer's reverse final state (h at position 0); undefined if unidirectional
+};
+// Runs the layers of `stack` (built with RnnOptions::dropout = 0, so that it never
+// draws from the Rng it was built with) over x [B, S, in], with dropout p between
+// layers drawn from `rng`, the model's dropout Rng, whose state checkpoints keep.
+EncoderRun run_encoder(const nn::RnnStack& stack, bool lstm, const Tensor& x, const std::vector<int64_t>& lengths,
+                       float p, bool training, Rng& rng);
 
 }  // namespace attn::models::detail

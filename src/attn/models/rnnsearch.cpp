@@ -25,7 +25,7 @@ RnnSearch::RnnSearch(const ModelConfig& c, Rng& rng, uint64_t dropout_seed) : Se
   ro.hidden_size = He;
   ro.num_layers = c.encoder_layers;
   ro.bidirectional = true;
-  ro.dropout = float(c.dropout);
+  ro.dropout = 0.0f;  // between layers: applied by detail::run_encoder with the model's dropout Rng
   encoder_ = register_module("encoder", std::make_shared<nn::GRU>(ro, rng));
   if (c.decoder_init == DecoderInit::Mean)
     init_ = register_module("init", std::make_shared<nn::Linear>(Dv, Hd, true, rng));
@@ -47,11 +47,12 @@ Tensor RnnSearch::drop(const Tensor& x) const { return dropout(x, float(config_.
 
 Encoded RnnSearch::encode(const Tensor& src, const std::vector<int64_t>& lengths) const {
   detail::check_source("rnnsearch", src, lengths, config_.src_vocab);
-  const int64_t B = src.size(0), He = config_.encoder_hidden, L = config_.encoder_layers;
-  Tensor emb = drop(src_embed_->forward(src));           // [B, S, E]
-  GruResult enc = encoder_->forward(emb, lengths);       // output [B, S, 2He], h_n [2L, B, He]
+  const int64_t B = src.size(0);
+  Tensor emb = drop(src_embed_->forward(src));  // [B, S, E]
+  detail::EncoderRun enc = detail::run_encoder(*encoder_, false, emb, lengths, float(config_.dropout), is_training(),
+                                               dropout_rng_);  // output [B, S, 2He]
   Encoded e;
-  e.memory.values = enc.output;                          // annotations h_j = [fwd; bwd]
+  e.memory.values = enc.output;  // annotations h_j = [fwd; bwd]
   e.memory.keys = attention::project_keys(enc.output, key_->weight, key_->bias);  // [B, S, A], once per batch
   e.memory.lengths = detail::lengths_tensor(lengths);
   Tensor s0;
@@ -60,7 +61,7 @@ Encoded RnnSearch::encode(const Tensor& src, const std::vector<int64_t>& lengths
       s0 = tanh(init_->forward(detail::mean_over_valid(enc.output, lengths)));
       break;
     case DecoderInit::Backward:  // s0 = tanh(W h_1^bwd + b): the last layer's reverse final state
-      s0 = tanh(init_->forward(reshape(slice(enc.h_n, 0, 2 * (L - 1) + 1, 1), {B, He})));
+      s0 = tanh(init_->forward(enc.last_reverse));
       break;
     case DecoderInit::Zero: s0 = Tensor::zeros({B, config_.decoder_hidden}); break;
   }

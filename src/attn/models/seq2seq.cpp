@@ -121,6 +121,34 @@ Tensor uniform_param(const Shape& shape, int64_t fan_in, Rng& rng) {
   return rand_uniform(shape, rng, -k, k);
 }
 
+EncoderRun run_encoder(const nn::RnnStack& stack, bool lstm, const Tensor& x, const std::vector<int64_t>& lengths,
+                       float p, bool training, Rng& rng) {
+  const nn::RnnOptions& o = stack.options();
+  const int64_t D = o.bidirectional ? 2 : 1;
+  EncoderRun r;
+  Tensor in = x;
+  for (int64_t k = 0; k < o.num_layers; ++k) {
+    std::vector<Tensor> outs;
+    for (int64_t dir = 0; dir < D; ++dir) {
+      const RnnDirection rd = dir ? RnnDirection::Reverse : RnnDirection::Forward;
+      Tensor y, h;
+      if (lstm) {
+        LstmResult l = attn::lstm(in, lengths, Tensor(), Tensor(), stack.weights(k, int(dir)), rd);
+        y = l.output, h = l.h_n;
+      } else {
+        GruResult g = attn::gru(in, lengths, Tensor(), stack.weights(k, int(dir)), rd);
+        y = g.output, h = g.h_n;
+      }
+      outs.push_back(y);
+      if (dir == 1 && k + 1 == o.num_layers) r.last_reverse = h;
+    }
+    in = D == 1 ? outs[0] : concat(outs, 2);  // PyTorch's order: forward features, then reverse
+    if (k + 1 < o.num_layers) in = dropout(in, p, training, rng);
+  }
+  r.output = in;
+  return r;
+}
+
 }  // namespace detail
 
 }  // namespace attn::models

@@ -350,10 +350,11 @@ TrainSummary train_translation(const TrainConfig& cfg_in, const RunOptions& run)
   }
   std::string reason;
   while (reason.empty()) {
-    if (t.max_epochs > 0 && state.epoch >= t.max_epochs) {
-      reason = "max_epochs";
-      break;
-    }
+    // limits reached already (a resumed run that had finished)
+    if (t.max_epochs > 0 && state.epoch >= t.max_epochs) reason = "max_epochs";
+    if (t.max_steps > 0 && state.step >= t.max_steps) reason = "max_steps";
+    if (t.max_minutes > 0 && extra.elapsed_s >= t.max_minutes * 60) reason = "max_minutes";
+    if (!reason.empty()) break;
     auto t0 = Clock::now();
     data::Seq2SeqBatch b = batcher.make_batch(plan[size_t(state.data_position)]);
     int64_t ntok = 0;
