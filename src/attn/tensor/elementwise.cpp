@@ -123,38 +123,29 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
   return out;
 }
 
-Tensor unary(Unary op, const Tensor& x) {
+namespace {
+template <class F>
+Tensor unary_impl(const Tensor& x, F f) {
   Tensor out = Tensor::empty(x.shape());
   const float* p = x.data();
   float* o = out.data();
   int64_t n = x.numel();
-  switch (op) {
-    case Unary::Exp:
 #pragma omp parallel for simd if (n > kParallelGrain)
-      for (int64_t i = 0; i < n; ++i) o[i] = std::exp(p[i]);
-      break;
-    case Unary::Log:
-#pragma omp parallel for simd if (n > kParallelGrain)
-      for (int64_t i = 0; i < n; ++i) o[i] = std::log(p[i]);
-      break;
-    case Unary::Tanh:
-#pragma omp parallel for simd if (n > kParallelGrain)
-      for (int64_t i = 0; i < n; ++i) o[i] = std::tanh(p[i]);
-      break;
-    case Unary::Sigmoid:
-#pragma omp parallel for simd if (n > kParallelGrain)
-      for (int64_t i = 0; i < n; ++i) o[i] = 1.0f / (1.0f + std::exp(-p[i]));
-      break;
-    case Unary::Relu:
-#pragma omp parallel for simd if (n > kParallelGrain)
-      for (int64_t i = 0; i < n; ++i) o[i] = p[i] > 0 ? p[i] : 0.0f;
-      break;
-    case Unary::Sqrt:
-#pragma omp parallel for simd if (n > kParallelGrain)
-      for (int64_t i = 0; i < n; ++i) o[i] = std::sqrt(p[i]);
-      break;
-  }
+  for (int64_t i = 0; i < n; ++i) o[i] = f(p[i]);
   return out;
+}
+}  // namespace
+
+Tensor unary(Unary op, const Tensor& x) {
+  switch (op) {
+    case Unary::Exp: return unary_impl(x, [](float v) { return std::exp(v); });
+    case Unary::Log: return unary_impl(x, [](float v) { return std::log(v); });
+    case Unary::Tanh: return unary_impl(x, [](float v) { return std::tanh(v); });
+    case Unary::Sigmoid: return unary_impl(x, [](float v) { return 1.0f / (1.0f + std::exp(-v)); });
+    case Unary::Relu: return unary_impl(x, [](float v) { return v > 0 ? v : 0.0f; });
+    case Unary::Sqrt: return unary_impl(x, [](float v) { return std::sqrt(v); });
+  }
+  throw std::logic_error("unary: unknown op");
 }
 
 Tensor expand_to(const Tensor& x, const Shape& shape) {

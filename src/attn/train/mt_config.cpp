@@ -150,6 +150,7 @@ TrainOptions read_train(const json& j) {
   t.valid_bleu_sentences = r.get_int("valid_bleu_sentences", t.valid_bleu_sentences);
   t.valid_beam = int(r.get_int("valid_beam", t.valid_beam));
   t.valid_batch_sentences = r.get_int("valid_batch_sentences", t.valid_batch_sentences);
+  t.snapshots = r.get_bool("snapshots", t.snapshots);
   r.finish();
   auto need = [](bool ok, const std::string& msg) {
     if (!ok) throw std::invalid_argument("train." + msg);
@@ -244,7 +245,8 @@ std::string to_json(const TrainConfig& c) {
                 {"early_stop", t.early_stop},
                 {"valid_bleu_sentences", t.valid_bleu_sentences},
                 {"valid_beam", t.valid_beam},
-                {"valid_batch_sentences", t.valid_batch_sentences}};
+                {"valid_batch_sentences", t.valid_batch_sentences},
+                {"snapshots", t.snapshots}};
   return j.dump(2);
 }
 

@@ -68,6 +68,8 @@ struct TrainOptions {
   int64_t valid_bleu_sentences = 0;  // validation sentences translated for BLEU (0: all)
   int valid_beam = 1;                // beam for validation BLEU (1: greedy)
   int64_t valid_batch_sentences = 64;  // sentences per decoding batch in validation
+  bool snapshots = false;            // also keep each validation's model as out_dir/snapshots/step-N.safetensors
+                                     // (for `attn average` and for scoring the run at a given time)
 };
 
 struct TrainConfig {

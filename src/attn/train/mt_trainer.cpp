@@ -214,6 +214,7 @@ TrainSummary train_translation(const TrainConfig& cfg_in, const RunOptions& run)
     throw std::runtime_error(out + ": holds a checkpoint already; pass --resume to continue it, or use another out_dir");
   fs::create_directories(out);
   set_num_threads(t.threads);
+  const auto run_t0 = Clock::now();  // wall time of this invocation (vocabularies, validation included)
 
   // ---- data and vocabularies ----
   Corpora corp = read_corpora(cfg.data, t.seed);
@@ -322,6 +323,12 @@ TrainSummary train_translation(const TrainConfig& cfg_in, const RunOptions& run)
         note += b;
       }
     }
+    if (t.snapshots) {
+      char name[64];
+      std::snprintf(name, sizeof name, "/snapshots/step-%07lld.safetensors", (long long)state.step);
+      fs::create_directories(out + "/snapshots");
+      save_model(out + name, *model, model_json);
+    }
     char buf[300];
     std::snprintf(buf, sizeof buf, "valid step %lld | epoch %lld | ppl %.3f | BLEU %.2f (%lld sentences, %s) | %.1fs | %s",
                   (long long)state.step, (long long)state.epoch + 1, v.perplexity, v.bleu, (long long)v.sentences,
@@ -330,7 +337,8 @@ TrainSummary train_translation(const TrainConfig& cfg_in, const RunOptions& run)
     print(buf);
     nlohmann::ordered_json j = {{"type", "valid"},       {"step", state.step},     {"epoch", state.epoch},
                                 {"perplexity", v.perplexity}, {"bleu", v.bleu},     {"best", better},
-                                {"lr", adam.lr()},       {"valid_seconds", v.seconds}, {"elapsed_s", extra.elapsed_s}};
+                                {"lr", adam.lr()},       {"valid_seconds", v.seconds}, {"elapsed_s", extra.elapsed_s},
+                                {"wall_s", seconds_since(run_t0)}};
     log << j.dump() << "\n" << std::flush;
     return t.early_stop > 0 && extra.bad_validations >= t.early_stop;
   };
