@@ -33,6 +33,23 @@ ATTN_GRADCHECK_CASE({"sdpa_fused", "keep mask [B,1,Lq,Lk] + dropout 0.3", {{2, 2
                      }});
 ATTN_GRADCHECK_CASE({"sdpa_fused", "spans several key and query blocks", {{1, 1, 70, 2}, {1, 1, 140, 2}, {1, 1, 140, 2}},
                      [](const T& x) { return fused(x, FusedOptions{{}, 0.5f}); }});
+// packed [B, L, 3 H D]: 2 heads of size 3 (E = 6), several query/key blocks in the second
+ATTN_GRADCHECK_CASE({"sdpa_fused_packed", "2 heads, causal + key lengths", {{2, 5, 18}},
+                     [](const T& x) {
+                       FusedOptions o;
+                       o.scale = 0.6f;
+                       o.mask.causal = true;
+                       o.mask.key_lengths = Tensor::from({4.0f, 5.0f}, {2});
+                       return sdpa_fused_packed(x[0], 3, o);
+                     }});
+ATTN_GRADCHECK_CASE({"sdpa_fused_packed", "spans several blocks, dropout 0.2", {{1, 70, 6}},
+                     [](const T& x) {
+                       FusedOptions o;
+                       o.scale = 0.5f;
+                       o.dropout = 0.2f;
+                       o.seed = 5;
+                       return sdpa_fused_packed(x[0], 1, o);
+                     }});
 // context and weights together (concat), so both outputs' gradients are checked
 ATTN_GRADCHECK_CASE({"additive_step", "lengths 4 and 2, context and weights",
                      {{2, 3}, {2, 4, 5}, {2, 4, 3}, {5, 3}, {5}},

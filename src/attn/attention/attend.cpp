@@ -39,7 +39,6 @@ Tensor predictive_window(const Tensor& pos, int64_t Lk, int64_t half_width) {
 
 Tensor combine(const Tensor& a, const Tensor& b) { return a.defined() ? kernels::mul(a, b) : b; }
 
-constexpr int64_t kFusedMinQueries = 16;  // Kernel::Auto: fewer queries than this stay materialised
 }  // namespace
 
 Tensor predicted_positions(const Tensor& q, const Tensor& Wp, const Tensor& vp, const Tensor& key_lengths, int64_t Lk) {

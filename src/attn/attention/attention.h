@@ -104,6 +104,7 @@ struct LocalOptions {
 Tensor predicted_positions(const Tensor& q, const Tensor& Wp, const Tensor& vp, const Tensor& key_lengths, int64_t Lk);
 
 // ---- options and result ----
+constexpr int64_t kFusedMinQueries = 16;  // Kernel::Auto: fewer queries than this stay materialised
 enum class Kernel {
   Auto,          // fused when the score is Dot/ScaledDot/General, the window global, no weights requested
                  // and Lq >= 16 (a decoder step with a few queries is cheaper materialised)
@@ -150,6 +151,12 @@ struct FusedOptions {
 // q [B, H, Lq, D], k [B, H, Lk, D], v [B, H, Lk, Dv] -> [B, H, Lq, Dv]. Saves only
 // the per-row log-sum-exp [B, H, Lq] for the backward.
 Tensor sdpa_fused(const Tensor& q, const Tensor& k, const Tensor& v, const FusedOptions& opt);
+// Self-attention on a packed projection ("sdpa_fused_packed"): qkv [B, L, 3 H D]
+// whose columns are the H heads of q, then of k, then of v (each head D wide, the
+// layout of MultiHeadAttention's in_proj output) -> context [B, L, H D] (heads
+// concatenated). The same kernel as sdpa_fused reading and writing through
+// strides: no permute in either direction; the gradient is one [B, L, 3 H D] tensor.
+Tensor sdpa_fused_packed(const Tensor& qkv, int64_t heads, const FusedOptions& opt);
 
 // The dropout pattern the fused kernel uses for `seed`: [B, H, Lq, Lk] with 0 for
 // a dropped weight and 1/(1-p) for a kept one (the materialising path multiplies

@@ -76,6 +76,11 @@ inline void prefetch_l2(const float* p, int64_t floats) {
   const char* c = reinterpret_cast<const char*>(p);
   for (int64_t b = 0; b < floats * int64_t(sizeof(float)); b += 64) __builtin_prefetch(c + b, 0, 2);
 }
+// rows of `len` floats, `ld` apart
+inline void prefetch_rows(const float* p, int64_t rows, int64_t len, int64_t ld) {
+  if (ld == len) return prefetch_l2(p, rows * len);
+  for (int64_t r = 0; r < rows; ++r) prefetch_l2(p + r * ld, len);
+}
 
 // dst[r * dst_ld + c] = scale * src[c * src_ld + r] for r < rows, c < cols: the
 // transposes between row-major tensors and the query-lane layout. 8 x 8 blocks
@@ -127,9 +132,34 @@ struct Scratch {
   float* mine() { return buf.data() + int64_t(omp_get_thread_num()) * per_thread; }
 };
 
+// Keys or values stored with a row stride other than their width (a head inside
+// [B, L, 3, H, D]) are copied to a contiguous [B, H, L, W] first: every query block
+// streams the whole head's keys and values, and rows 3E floats apart alias to a
+// fraction of the cache sets (measured: the strided forward at L = 2048 was ~1.5x
+// slower than this copy plus the contiguous kernel). Returns an undefined tensor
+// (and leaves p alone) when the operand is contiguous already.
+Tensor pack_rows(const float*& ptr, Layout& l, int64_t B, int64_t H, int64_t L, int64_t W) {
+  if (l.si == W && l.sh == L * W && l.sb == H * L * W) return Tensor();
+  Tensor t = Tensor::empty({B, H, L, W});
+  const float* src = ptr;
+  const Layout sl = l;
+  float* dst = t.data();
+#pragma omp parallel for if (B * H * L * W > (1 << 16))
+  for (int64_t bh = 0; bh < B * H; ++bh) {
+    const float* s = src + (bh / H) * sl.sb + (bh % H) * sl.sh;
+    float* d = dst + bh * L * W;
+    for (int64_t j = 0; j < L; ++j) std::copy(s + j * sl.si, s + j * sl.si + W, d + j * W);
+  }
+  ptr = t.data();
+  l = contiguous(H, L, W);
+  return t;
+}
+
 }  // namespace
 
-void forward(const Problem& p, float* out, float* lse) {
+void forward(const Problem& p_in, float* out, float* lse) {
+  Problem p = p_in;
+  Tensor k_packed = pack_rows(p.k, p.lk, p.B, p.H, p.Lk, p.D), v_packed = pack_rows(p.v, p.lv, p.B, p.H, p.Lk, p.Dv);
   const int64_t BH = p.B * p.H, nqb = ceil_div(p.Lq, kBr), items = BH * nqb;
   const int64_t D = p.D, Dv = p.Dv, Lq = p.Lq, Lk = p.Lk;
   if (items == 0) return;
@@ -151,14 +181,15 @@ void forward(const Problem& p, float* out, float* lse) {
     uint32_t keys[kBr];
     const int64_t bh = it / nqb, qb = it % nqb, b = bh / p.H, h = bh % p.H;
     const int64_t i0 = qb * kBr, ni = std::min(kBr, Lq - i0);
-    const float* q = p.q + (bh * Lq + i0) * D;
-    const float* k = p.k + bh * Lk * D;
-    const float* v = p.v + bh * Lk * Dv;
+    const int64_t qs = p.lq.si, ks = p.lk.si, vs = p.lv.si;  // row strides
+    const float* q = p.q + b * p.lq.sb + h * p.lq.sh + i0 * qs;
+    const float* k = p.k + b * p.lk.sb + h * p.lk.sh;
+    const float* v = p.v + b * p.lv.sb + h * p.lv.sh;
     int64_t kend = key_count(p, b);
     if (p.causal) kend = std::min(kend, i0 + ni);
 
     // Qt[d][lane] = scale * q[i0 + lane][d], zero past the last query
-    transpose_scaled(q, D, qt, kBr, D, ni, p.scale);
+    transpose_scaled(q, qs, qt, kBr, D, ni, p.scale);
     if (ni < kBr)
       for (int64_t d = 0; d < D; ++d) std::fill(qt + d * kBr + ni, qt + (d + 1) * kBr, 0.0f);
     std::fill(ot, ot + Dv * kBr, 0.0f);
@@ -170,11 +201,11 @@ void forward(const Problem& p, float* out, float* lse) {
       const int64_t nj = std::min(kBc, kend - j0);
       if (j0 + kBc < kend) {
         const int64_t nn = std::min(kBc, kend - j0 - kBc);
-        prefetch_l2(k + (j0 + kBc) * D, nn * D);
-        prefetch_l2(v + (j0 + kBc) * Dv, nn * Dv);
+        prefetch_rows(k + (j0 + kBc) * ks, nn, D, ks);
+        prefetch_rows(v + (j0 + kBc) * vs, nn, Dv, vs);
       }
       // S^T [nj, kBr] = K_j Qt  (scores, already scaled)
-      tile_gemm(nj, kBr, D, k + j0 * D, D, 1, qt, kBr, st, kBr, false);
+      tile_gemm(nj, kBr, D, k + j0 * ks, ks, 1, qt, kBr, st, kBr, false);
       mask_scores(p, b, h, i0, ni, j0, nj, st);
       // online softmax over the keys of this block, all lanes at once:
       //   m' = max(m, max_j s_j), P_j = exp(s_j - m'), l' = l e^(m - m') + sum_j P_j
@@ -209,7 +240,7 @@ void forward(const Problem& p, float* out, float* lse) {
         }
       }
       // O^T [Dv, kBr] += V_j^T P^T
-      tile_gemm(Dv, kBr, nj, v + j0 * Dv, 1, Dv, st, kBr, ot, kBr, true);
+      tile_gemm(Dv, kBr, nj, v + j0 * vs, 1, vs, st, kBr, ot, kBr, true);
     }
 
     // O = O^T / l (rows that saw no key: 0), written back row-major
@@ -222,11 +253,15 @@ void forward(const Problem& p, float* out, float* lse) {
     for (int64_t dv = 0; dv < Dv; ++dv)
       for (int u = 0; u < kVecs; ++u)
         store(ot + dv * kBr + u * kLanes, mul(load(ot + dv * kBr + u * kLanes), load(lrow + u * kLanes)));
-    transpose_scaled(ot, kBr, out + (bh * Lq + i0) * Dv, Dv, ni, Dv, 1.0f);
+    transpose_scaled(ot, kBr, out + b * p.lo.sb + h * p.lo.sh + i0 * p.lo.si, p.lo.si, ni, Dv, 1.0f);
   }
 }
 
-void backward(const Problem& p, const float* out, const float* dout, const float* lse, float* dq, float* dk, float* dv) {
+void backward(const Problem& p_in, const float* out, const float* dout, const float* lse, float* dq, float* dk,
+              float* dv) {
+  Problem p = p_in;
+  const Layout gk = p.lk, gv = p.lv;  // dk, dv are written as k, v are stored
+  Tensor k_packed = pack_rows(p.k, p.lk, p.B, p.H, p.Lk, p.D), v_packed = pack_rows(p.v, p.lv, p.B, p.H, p.Lk, p.Dv);
   const int64_t BH = p.B * p.H, D = p.D, Dv = p.Dv, Lq = p.Lq, Lk = p.Lk;
   const int64_t nqb = ceil_div(Lq, kBr), Lqp = nqb * kBr, Dp = round_up(D, kLanes), Dvp = round_up(Dv, kLanes);
   if (BH == 0) return;
@@ -265,11 +300,12 @@ void backward(const Problem& p, const float* out, const float* dout, const float
     uint32_t keys[kBr];
 
     const int64_t bh = it / chunks, c = it % chunks, b = bh / p.H, h = bh % p.H;
-    const float* q = p.q + bh * Lq * D;
-    const float* k = p.k + bh * Lk * D;
-    const float* v = p.v + bh * Lk * Dv;
-    const float* o = out + bh * Lq * Dv;
-    const float* dO = dout + bh * Lq * Dv;
+    const int64_t q_ld = p.lq.si, k_ld = p.lk.si, v_ld = p.lv.si, o_ld = p.lo.si;  // row strides
+    const float* q = p.q + b * p.lq.sb + h * p.lq.sh;
+    const float* k = p.k + b * p.lk.sb + h * p.lk.sh;
+    const float* v = p.v + b * p.lv.sb + h * p.lv.sh;
+    const float* o = out + b * p.lo.sb + h * p.lo.sh;
+    const float* dO = dout + b * p.lo.sb + h * p.lo.sh;
     const int64_t klen = key_count(p, b);
     const int64_t nkb = ceil_div(klen, kBc), kb_begin = nkb * c / chunks, kb_end = nkb * (c + 1) / chunks;
 
@@ -278,8 +314,8 @@ void backward(const Problem& p, const float* out, const float* dout, const float
     // (+inf on padding lanes: P = 0 there) and delta_i = dO_i . O_i
     for (int64_t blk = 0; blk < nqb; ++blk) {
       const int64_t i0 = blk * kBr, ni = std::min(kBr, Lq - i0);
-      transpose_scaled(q + i0 * D, D, qt_all + blk * D * kBr, kBr, D, ni, p.scale);
-      transpose_scaled(dO + i0 * Dv, Dv, dot_all + blk * Dv * kBr, kBr, Dv, ni, 1.0f);
+      transpose_scaled(q + i0 * q_ld, q_ld, qt_all + blk * D * kBr, kBr, D, ni, p.scale);
+      transpose_scaled(dO + i0 * o_ld, o_ld, dot_all + blk * Dv * kBr, kBr, Dv, ni, 1.0f);
       if (ni < kBr) {
         for (int64_t d = 0; d < D; ++d) std::fill(qt_all + (blk * D + d) * kBr + ni, qt_all + (blk * D + d + 1) * kBr, 0.0f);
         for (int64_t d = 0; d < Dv; ++d)
@@ -292,9 +328,9 @@ void backward(const Problem& p, const float* out, const float* dout, const float
     for (int64_t i = 0; i < Lq; ++i) {
       float* qr = qs + i * Dp;
       float* gr = dor + i * Dvp;
-      const float* qi = q + i * D;
-      const float* gi = dO + i * Dv;
-      const float* oi = o + i * Dv;
+      const float* qi = q + i * q_ld;
+      const float* gi = dO + i * o_ld;
+      const float* oi = o + i * o_ld;
       for (int64_t d = 0; d < D; ++d) qr[d] = p.scale * qi[d];
       std::fill(qr + D, qr + Dp, 0.0f);
       float dlt = 0.0f;
@@ -335,12 +371,12 @@ void backward(const Problem& p, const float* out, const float* dout, const float
         for (int64_t g = 0; g < ng; ++g) {
           const int64_t j0 = (kg + g) * kBc, nj = std::min(kBc, klen - j0);
           if (p.causal && i0 + ni - 1 < j0) continue;  // every query of the block precedes every key
-          const float* kj = k + j0 * D;
-          const float* vj = v + j0 * Dv;
+          const float* kj = k + j0 * k_ld;
+          const float* vj = v + j0 * v_ld;
           float* dkj = dkacc + g * kBc * Dp;
           float* dvj = dvacc + g * kBc * Dvp;
           // S^T = K_j Qt (scaled), P^T = exp(S^T - lse), hidden keys 0
-          tile_gemm(nj, kBr, D, kj, D, 1, qt_all + qb * D * kBr, kBr, st, kBr, false);
+          tile_gemm(nj, kBr, D, kj, k_ld, 1, qt_all + qb * D * kBr, kBr, st, kBr, false);
           mask_scores(p, b, h, i0, ni, j0, nj, st);
           for (int64_t j = 0; j < nj; ++j)
             for (int u = 0; u < kVecs; ++u) {
@@ -359,7 +395,7 @@ void backward(const Problem& p, const float* out, const float* dout, const float
           // O = (P Z) V  =>  dV_j [nj, Dvp] += (P Z)^T dO_i
           tile_gemm(nj, Dvp, ni, pdrop, kBr, 1, dor + i0 * Dvp, Dvp, dvj, Dvp, true);
           // dP^T [nj, kBr] = V_j dO_i^T
-          tile_gemm(nj, kBr, Dv, vj, Dv, 1, dot_all + qb * Dv * kBr, kBr, ds, kBr, false);
+          tile_gemm(nj, kBr, Dv, vj, v_ld, 1, dot_all + qb * Dv * kBr, kBr, ds, kBr, false);
           // P = softmax(S)  =>  dS = P (dP Z - delta), delta_i = sum_j P_ij Z_ij dP_ij = dO_i . O_i
           for (int64_t j = 0; j < nj; ++j)
             for (int u = 0; u < kVecs; ++u) {
@@ -371,29 +407,34 @@ void backward(const Problem& p, const float* out, const float* dout, const float
           // S = scale Q K^T  =>  dK_j [nj, Dp] += dS^T (scale Q_i)
           tile_gemm(nj, Dp, ni, ds, kBr, 1, qs + i0 * Dp, Dp, dkj, Dp, true);
           //                  and dQ_i^T [D, kBr] += K_j^T dS^T  (times scale when written out)
-          tile_gemm(D, kBr, nj, kj, 1, D, ds, kBr, dqt_all + qb * D * kBr, kBr, true);
+          tile_gemm(D, kBr, nj, kj, 1, k_ld, ds, kBr, dqt_all + qb * D * kBr, kBr, true);
         }
       }
       for (int64_t g = 0; g < ng; ++g) {
         const int64_t j0 = (kg + g) * kBc, nj = std::min(kBc, klen - j0);
-        float* dkj = dk + (bh * Lk + j0) * D;
-        float* dvj = dv + (bh * Lk + j0) * Dv;
+        float* dkj = dk + b * gk.sb + h * gk.sh + j0 * gk.si;
+        float* dvj = dv + b * gv.sb + h * gv.sh + j0 * gv.si;
         const float* ka = dkacc + g * kBc * Dp;
         const float* va = dvacc + g * kBc * Dvp;
         for (int64_t j = 0; j < nj; ++j) {
-          std::copy(ka + j * Dp, ka + j * Dp + D, dkj + j * D);
-          std::copy(va + j * Dvp, va + j * Dvp + Dv, dvj + j * Dv);
+          std::copy(ka + j * Dp, ka + j * Dp + D, dkj + j * gk.si);
+          std::copy(va + j * Dvp, va + j * Dvp + Dv, dvj + j * gv.si);
         }
       }
     }
     if (c == chunks - 1 && klen < Lk) {  // keys past the length: no gradient
-      std::fill(dk + (bh * Lk + klen) * D, dk + (bh + 1) * Lk * D, 0.0f);
-      std::fill(dv + (bh * Lk + klen) * Dv, dv + (bh + 1) * Lk * Dv, 0.0f);
+      for (int64_t j = klen; j < Lk; ++j) {
+        float* dkr = dk + b * gk.sb + h * gk.sh + j * gk.si;
+        float* dvr = dv + b * gv.sb + h * gv.sh + j * gv.si;
+        std::fill(dkr, dkr + D, 0.0f);
+        std::fill(dvr, dvr + Dv, 0.0f);
+      }
     }
-    float* dst = chunks > 1 ? partial.data() + it * Lq * D : dq + bh * Lq * D;
+    float* dst = chunks > 1 ? partial.data() + it * Lq * D : dq + b * p.lq.sb + h * p.lq.sh;
+    const int64_t dld = chunks > 1 ? D : q_ld;
     for (int64_t blk = 0; blk < nqb; ++blk) {
       const int64_t i0 = blk * kBr, ni = std::min(kBr, Lq - i0);
-      transpose_scaled(dqt_all + blk * D * kBr, kBr, dst + i0 * D, D, ni, D, p.scale);
+      transpose_scaled(dqt_all + blk * D * kBr, kBr, dst + i0 * dld, dld, ni, D, p.scale);
     }
   }
 
@@ -401,12 +442,14 @@ void backward(const Problem& p, const float* out, const float* dout, const float
     const int64_t n = Lq * D;
     const float* pp = partial.data();
 #pragma omp parallel for if (BH * n > (1 << 15))
-    for (int64_t bh = 0; bh < BH; ++bh)
+    for (int64_t bh = 0; bh < BH; ++bh) {
+      float* dqh = dq + (bh / p.H) * p.lq.sb + (bh % p.H) * p.lq.sh;
       for (int64_t e = 0; e < n; ++e) {
         float s = 0.0f;
         for (int64_t c = 0; c < chunks; ++c) s += pp[(bh * chunks + c) * n + e];
-        dq[bh * n + e] = s;
+        dqh[(e / D) * p.lq.si + e % D] = s;
       }
+    }
   }
 }
 

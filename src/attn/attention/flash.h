@@ -2,7 +2,10 @@
 // autograd; the differentiable op "sdpa_fused" in sdpa.cpp calls them).
 //
 // Legend: B batch, H heads, Lq query length, Lk key length, D query/key dim,
-// Dv value dim. All pointers are contiguous row-major fp32.
+// Dv value dim. Each row (D or Dv floats) is contiguous; rows, heads and batches
+// are addressed through element strides (Layout), so q, k, v, the output and the
+// gradients can live inside a head-interleaved tensor such as MultiHeadAttention's
+// packed projection [B, L, 3, H, D] without a permute. Default: contiguous [B, H, L, D].
 //
 // Forward (Dao et al. 2022, FlashAttention-2 loop order): for a block of 64
 // queries, loop over blocks of keys; per block S = scale Q K^T, an online
@@ -28,12 +31,23 @@
 
 namespace attn::attention::flash {
 
+// Element (b, h, i, d) of an operand sits at b * sb + h * sh + i * si + d.
+struct Layout {
+  int64_t sb = 0, sh = 0, si = 0;
+};
+inline Layout contiguous(int64_t H, int64_t L, int64_t D) { return {H * L * D, L * D, D}; }
+
 struct Problem {
   int64_t B = 0, H = 0, Lq = 0, Lk = 0, D = 0, Dv = 0;
   float scale = 1.0f;       // multiplies q.k
-  const float* q = nullptr;  // [B, H, Lq, D]
-  const float* k = nullptr;  // [B, H, Lk, D]
-  const float* v = nullptr;  // [B, H, Lk, Dv]
+  const float* q = nullptr;  // [B, H, Lq, D] read through lq (dq is written the same way)
+  const float* k = nullptr;  // [B, H, Lk, D]  through lk (and dk)
+  const float* v = nullptr;  // [B, H, Lk, Dv] through lv (and dv)
+  Layout lq, lk, lv, lo;     // lo: the output and its gradient; see set_contiguous
+  // lq, lk, lv, lo = contiguous [B, H, L, D] (call after setting the sizes)
+  void set_contiguous() {
+    lq = contiguous(H, Lq, D), lk = contiguous(H, Lk, D), lv = contiguous(H, Lk, Dv), lo = contiguous(H, Lq, Dv);
+  }
   // Visible keys: j < key_lengths[b] (null: all), j <= i when causal, and
   // mask[b*mask_sb + h*mask_sh + i*mask_si + j*mask_sj] != 0 (null: no mask;
   // a stride of 0 broadcasts that axis).
@@ -47,11 +61,12 @@ struct Problem {
   uint64_t seed = 0;
 };
 
-// out [B, H, Lq, Dv], lse [B, H, Lq] (+inf for rows that see no key).
+// out [B, H, Lq, Dv] (layout lo), lse [B, H, Lq] contiguous (+inf for rows that see no key).
 void forward(const Problem& p, float* out, float* lse);
 
-// dout [B, H, Lq, Dv] -> dq [B, H, Lq, D], dk [B, H, Lk, D], dv [B, H, Lk, Dv]
-// (overwritten). out and lse are the forward's.
+// dout [B, H, Lq, Dv] (layout lo) -> dq [B, H, Lq, D] (lq), dk [B, H, Lk, D] (lk),
+// dv [B, H, Lk, Dv] (lv), every element of those views overwritten (dq, dk, dv may
+// be disjoint views of one tensor). out and lse are the forward's.
 void backward(const Problem& p, const float* out, const float* dout, const float* lse, float* dq, float* dk, float* dv);
 
 }  // namespace attn::attention::flash

@@ -1,28 +1,27 @@
 // The fused scaled dot-product attention as a differentiable op ("sdpa_fused").
 #include <stdexcept>
+#include <string>
 
 #include "attn/attention/checks.h"
 #include "attn/attention/flash.h"
 
 namespace attn::attention {
 
-Tensor sdpa_fused(const Tensor& q, const Tensor& k, const Tensor& v, const FusedOptions& opt) {
-  detail::check_qkv("sdpa_fused", q, k, v, true);
-  const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), Lk = k.size(2), D = q.size(3), Dv = v.size(3);
-  detail::check_mask("sdpa_fused", opt.mask, B, H, Lq, Lk);
-  if (!(opt.dropout >= 0.0f && opt.dropout < 1.0f))
-    throw std::invalid_argument("sdpa_fused: dropout " + std::to_string(opt.dropout) + " outside [0, 1)");
+namespace {
 
-  flash::Problem p;
-  p.B = B, p.H = H, p.Lq = Lq, p.Lk = Lk, p.D = D, p.Dv = Dv;
+// The mask and dropout part of the problem (sizes set by the caller); the
+// returned tensors keep the mask data alive for the backward.
+void set_mask(const char* fn, flash::Problem& p, const FusedOptions& opt, Tensor& lengths, Tensor& keep) {
+  detail::check_mask(fn, opt.mask, p.B, p.H, p.Lq, p.Lk);
+  if (!(opt.dropout >= 0.0f && opt.dropout < 1.0f))
+    throw std::invalid_argument(std::string(fn) + ": dropout " + std::to_string(opt.dropout) + " outside [0, 1)");
   p.scale = opt.scale;
-  p.q = q.data(), p.k = k.data(), p.v = v.data();
-  Tensor lengths = opt.mask.key_lengths.defined() ? opt.mask.key_lengths.detach() : Tensor();
-  Tensor keep = opt.mask.keep.defined() ? opt.mask.keep.detach() : Tensor();
+  lengths = opt.mask.key_lengths.defined() ? opt.mask.key_lengths.detach() : Tensor();
+  keep = opt.mask.keep.defined() ? opt.mask.keep.detach() : Tensor();
   p.key_lengths = lengths.defined() ? lengths.data() : nullptr;
   p.causal = opt.mask.causal;
   if (keep.defined()) {
-    const int64_t dims[4] = {B, H, Lq, Lk};
+    const int64_t dims[4] = {p.B, p.H, p.Lq, p.Lk};
     int64_t st[4];
     detail::broadcast_strides4(keep, dims, st);
     p.mask = keep.data();
@@ -30,9 +29,21 @@ Tensor sdpa_fused(const Tensor& q, const Tensor& k, const Tensor& v, const Fused
   }
   p.dropout = opt.dropout;
   p.seed = opt.seed;
+}
 
-  Tensor out = Tensor::empty({B, H, Lq, Dv});
-  Tensor lse = Tensor::empty({B, H, Lq});  // per-row log-sum-exp: all the backward keeps
+}  // namespace
+
+Tensor sdpa_fused(const Tensor& q, const Tensor& k, const Tensor& v, const FusedOptions& opt) {
+  detail::check_qkv("sdpa_fused", q, k, v, true);
+  flash::Problem p;
+  p.B = q.size(0), p.H = q.size(1), p.Lq = q.size(2), p.Lk = k.size(2), p.D = q.size(3), p.Dv = v.size(3);
+  p.set_contiguous();
+  Tensor lengths, keep;
+  set_mask("sdpa_fused", p, opt, lengths, keep);
+  p.q = q.data(), p.k = k.data(), p.v = v.data();
+
+  Tensor out = Tensor::empty({p.B, p.H, p.Lq, p.Dv});
+  Tensor lse = Tensor::empty({p.B, p.H, p.Lq});  // per-row log-sum-exp: all the backward keeps
   flash::forward(p, out.data(), lse.data());
 
   autograd::record("sdpa_fused", {q, k, v}, out,
@@ -45,6 +56,40 @@ Tensor sdpa_fused(const Tensor& q, const Tensor& k, const Tensor& v, const Fused
                      Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());
                      flash::backward(pb, out.data(), d[0].data(), lse.data(), dq.data(), dk.data(), dv.data());
                      return {dq, dk, dv};
+                   });
+  return out;
+}
+
+Tensor sdpa_fused_packed(const Tensor& qkv, int64_t heads, const FusedOptions& opt) {
+  if (!qkv.defined() || qkv.dim() != 3 || heads <= 0 || qkv.size(2) % (3 * heads) != 0)
+    throw std::invalid_argument("sdpa_fused_packed: qkv " + detail::shp(qkv) + " with " + std::to_string(heads) +
+                                " heads (expects [B, L, 3 H D])");
+  const int64_t B = qkv.size(0), L = qkv.size(1), E = qkv.size(2) / 3, D = E / heads;
+  flash::Problem p;
+  p.B = B, p.H = heads, p.Lq = L, p.Lk = L, p.D = D, p.Dv = D;
+  // (b, h, i, d) of q at qkv[b][i][h * D + d], of k at E further, of v at 2 E further
+  p.lq = p.lk = p.lv = {L * 3 * E, D, 3 * E};
+  p.lo = {L * E, D, E};  // context [B, L, H, D]
+  Tensor lengths, keep;
+  set_mask("sdpa_fused_packed", p, opt, lengths, keep);
+  p.q = qkv.data(), p.k = qkv.data() + E, p.v = qkv.data() + 2 * E;
+
+  Tensor out = Tensor::empty({B, L, E});
+  Tensor lse = Tensor::empty({B, heads, L});
+  flash::forward(p, out.data(), lse.data());
+
+  autograd::record("sdpa_fused_packed", {qkv}, out,
+                   [p, qkv = qkv.detach(), lengths, keep, out = out.detach(), lse,
+                    E](const std::vector<Tensor>& d) -> std::vector<Tensor> {
+                     flash::Problem pb = p;
+                     pb.q = qkv.data(), pb.k = qkv.data() + E, pb.v = qkv.data() + 2 * E;
+                     pb.key_lengths = lengths.defined() ? lengths.data() : nullptr;
+                     pb.mask = keep.defined() ? keep.data() : nullptr;
+                     // dq, dk, dv are the three column blocks of one [B, L, 3E] gradient
+                     Tensor dqkv = Tensor::empty(qkv.shape());
+                     flash::backward(pb, out.data(), d[0].data(), lse.data(), dqkv.data(), dqkv.data() + E,
+                                     dqkv.data() + 2 * E);
+                     return {dqkv};
                    });
   return out;
 }

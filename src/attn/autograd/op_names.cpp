@@ -13,7 +13,7 @@ const std::vector<std::string>& op_names() {
       "reshape", "permute", "concat", "slice", "masked_fill",
       "embedding", "dropout", "layer_norm", "cross_entropy",
       "gru", "lstm",
-      "sdpa_fused", "additive_step", "additive_scores",
+      "sdpa_fused", "sdpa_fused_packed", "additive_step", "additive_scores",
       "unbind", "output_cross_entropy", "rnnsearch_decoder",
   };
   return names;

@@ -27,6 +27,25 @@ attention::AttentionOutput MultiHeadAttention::forward(const Tensor& query, cons
                                 ", value " + value.shape().str() + " (expects [B, Lq, E], [B, Lk, E], [B, Lk, E] with E = " +
                                 std::to_string(E) + ")");
   const int64_t B = query.size(0), Lq = query.size(1), Lk = key.size(1);
+  const bool fused = !need_weights && (options.kernel == attention::Kernel::Fused ||
+                                       (options.kernel == attention::Kernel::Auto && Lq >= attention::kFusedMinQueries));
+  if (!(options.dropout >= 0.0f && options.dropout < 1.0f))
+    throw std::invalid_argument("MultiHeadAttention: dropout " + std::to_string(options.dropout) + " outside [0, 1)");
+  if (fused && query.same(key) && query.same(value)) {
+    // Self-attention: one GEMM for the three projections, qkv [B, L, 3E] = x W_in^T + b_in,
+    // whose columns are already the heads of q, k, v ([B, L, 3, H, hd]); the kernel
+    // reads them in place and writes the context as [B, L, H, hd] = [B, L, E].
+    Tensor qkv = linear(query, in_proj_weight, in_proj_bias);
+    attention::FusedOptions f;
+    f.mask = mask;
+    f.scale = 1.0f / std::sqrt(float(hd));
+    if (is_training() && options.dropout > 0.0f) {
+      f.dropout = options.dropout;
+      f.seed = rng_->next_u64();
+    }
+    Tensor context = attention::sdpa_fused_packed(qkv, H, f);
+    return {linear(context, out_proj_weight, out_proj_bias), Tensor()};
+  }
   // [B, L, E] -> [B, L, H, hd] -> [B, H, L, hd]
   auto heads = [&](const Tensor& x, int part, int64_t L) {
     Tensor w = slice(in_proj_weight, 0, part * E, E);
