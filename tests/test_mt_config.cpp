@@ -2,6 +2,8 @@
 // that name the offending key.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "attn/train/mt_config.h"
 
 namespace attn::testing {
@@ -71,3 +73,17 @@ TEST(TrainConfig, ErrorsNameTheKey) {
 
 }  // namespace
 }  // namespace attn::testing
+
+// Every shipped config loads: a typo in a key or an enum value fails here, not an
+// hour into a run.
+TEST(TrainConfig, EveryShippedConfigLoads) {
+  namespace fs = std::filesystem;
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(ATTN_TEST_DIR) / ".." / "configs")) {
+    if (e.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(e.path().string());
+    EXPECT_NO_THROW(attn::train::load_train_config(e.path().string()));
+    ++n;
+  }
+  EXPECT_GE(n, 2);
+}
