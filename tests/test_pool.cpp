@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "attn/models/toy_seq2seq.h"
 #include "attn/tensor/pool.h"
 #include "attn/train/optim.h"
@@ -15,6 +18,30 @@ TEST(Pool, ReusesReleasedBlocks) {
   EXPECT_EQ(a, b);
   EXPECT_EQ(pool::stats().system_allocs, before.system_allocs);
   pool::release(b, 9990);
+}
+
+// Many batch shapes, one after another: each shape's blocks fall into other
+// size classes, and an unbounded cache would keep every shape's working set
+// (40 x 48 MiB here). The cache stays under max(256 MiB, peak in use).
+TEST(Pool, CacheStaysBoundedAcrossManyShapes) {
+  pool::trim();
+  const size_t limit = std::max(size_t(256) << 20, pool::stats().peak_bytes_in_use);
+  const size_t evictions_before = pool::stats().evictions;
+  for (int shape = 0; shape < 40; ++shape) {
+    const size_t bytes = (size_t(1) << 20) + size_t(shape) * (size_t(1) << 18);  // 1 MiB + shape/4 MiB
+    std::vector<void*> blocks;  // untouched: virtual memory only, the test stays cheap
+    const size_t n = (size_t(48) << 20) / bytes;
+    for (size_t i = 0; i < n; ++i) blocks.push_back(pool::allocate(bytes));
+    for (void* b : blocks) pool::release(b, bytes);
+    ASSERT_LE(pool::stats().bytes_cached, limit) << "after shape " << shape;
+  }
+  EXPECT_GT(pool::stats().evictions, evictions_before);
+  // the newest shape is still cached whole: a step of the same shape again reuses it
+  const size_t bytes = (size_t(1) << 20) + size_t(39) * (size_t(1) << 18);
+  const size_t hits = pool::stats().pool_hits;
+  void* again = pool::allocate(bytes);
+  EXPECT_EQ(pool::stats().pool_hits, hits + 1);
+  pool::release(again, bytes);
 }
 
 // From the second step on, a training step of the same shapes runs entirely

@@ -22,8 +22,10 @@ Tensor softmax_impl(const Tensor& x, int axis, const Tensor& mask_in, bool log) 
   Tensor xl = moved ? kernels::permute(x, perm) : x;
   Tensor yl = kernels::softmax_lastdim(xl, mask, log);
   Tensor out = moved ? kernels::permute(yl, perm) : yl;
+  // yl is `out` itself when the axis is last: keep it detached, or the node
+  // would hold its own output (whose grad_fn is the node) and never be freed
   autograd::record(log ? "log_softmax" : "softmax", {x}, out,
-                   [yl, mask, perm, moved, log](const std::vector<Tensor>& d) -> std::vector<Tensor> {
+                   [yl = yl.detach(), mask = mask.defined() ? mask.detach() : mask, perm, moved, log](const std::vector<Tensor>& d) -> std::vector<Tensor> {
                      Tensor dy = moved ? kernels::permute(d[0], perm) : d[0];
                      Tensor dx = kernels::softmax_lastdim_backward(yl, dy, mask, log);
                      return {moved ? kernels::permute(dx, perm) : dx};

@@ -5,6 +5,9 @@
 // mallocs every intermediate re-faults all of them. Freed blocks are kept in
 // per-size free lists (sizes rounded up to a size class) and handed out again,
 // so from the second step on a training step touches only warm memory.
+// The cache is bounded (max(256 MiB, peak bytes in use); least recently used
+// size classes are freed first), so a long run over many batch shapes keeps
+// at most about twice its peak working set.
 #pragma once
 #include <cstddef>
 
@@ -23,6 +26,7 @@ struct Stats {
   size_t peak_bytes_in_use = 0;
   size_t system_allocs = 0;    // calls that went to the system allocator
   size_t pool_hits = 0;        // calls served from a free list
+  size_t evictions = 0;        // cached blocks freed to keep the cache under its limit
 };
 Stats stats();
 void reset_peak();
