@@ -7,6 +7,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== Installing dependencies (Debian packages) and building attn =="
 bash scripts/install-deps.sh
-bash scripts/build.sh
+ATTN_TARGETS=attn_cli bash scripts/build.sh  # the attn command only: the tests build with scripts/test.sh
 echo
 bash scripts/translate-en-fr.sh
