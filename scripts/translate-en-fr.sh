@@ -81,11 +81,11 @@ say "3/3 Translating the test split and scoring it against the reference transla
 echo "$(sort -u "$RUN/test.src" | wc -l) English sentences, $(wc -l <"$RUN/test.src") pairs (one line per French reference)"
 run "$ATTN" translate -m "$RUN" -b 5 -i "$RUN/test.src" -o "$RUN/test.hyp"
 echo
-echo "A few of them (English / reference / attn):"
+echo "Three of them, short to long (the split keeps the data's order):"
 for n in 500 1500 2500; do
   [ "$n" -le "$(wc -l <"$RUN/test.src")" ] || continue
-  printf '  %s\n  %s\n  %s\n\n' "$(sed -n "${n}p" "$RUN/test.src")" "$(sed -n "${n}p" "$RUN/test.ref")" \
-    "$(sed -n "${n}p" "$RUN/test.hyp")"
+  printf '  English:   %s\n  reference: %s\n  attn:      %s\n\n' "$(sed -n "${n}p" "$RUN/test.src")" \
+    "$(sed -n "${n}p" "$RUN/test.ref")" "$(sed -n "${n}p" "$RUN/test.hyp")"
 done
 echo "BLEU (word n-gram overlap with the references) and chrF (character n-grams), 0-100,"
 echo "higher is better; one French reference per line, so a correct paraphrase still loses points:"
