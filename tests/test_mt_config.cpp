@@ -36,7 +36,8 @@ std::string error_of(const std::string& yaml, const std::vector<std::string>& se
 
 TEST(TrainConfig, ParsesSectionsAndOverrides) {
   train::TrainConfig c = train::parse_train_config(kBase, {"train.lr=0.003", "model.score=general", "vocab.size=500",
-                                                           "train.metric=perplexity", "data.max_ratio=2"});
+                                                           "train.metric=perplexity", "data.max_ratio=2",
+                                                           "data.split_seed=7"});
   EXPECT_EQ(c.data.train_src, "a.de");
   EXPECT_EQ(c.data.valid_holdout, 10);
   EXPECT_EQ(c.model.type, models::ModelType::Luong);
@@ -47,6 +48,8 @@ TEST(TrainConfig, ParsesSectionsAndOverrides) {
   EXPECT_EQ(c.train.metric, "perplexity");
   EXPECT_EQ(c.vocab.size, 500);
   EXPECT_DOUBLE_EQ(c.data.max_ratio, 2.0);
+  EXPECT_EQ(c.data.split_seed, 7u);
+  EXPECT_EQ(train::parse_train_config(kBase).data.split_seed, 1u);  // held-out sentences do not follow train.seed
   EXPECT_NE(train::to_json(c).find("\"lr\": 0.003"), std::string::npos) << train::to_json(c);
 }
 

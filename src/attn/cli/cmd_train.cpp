@@ -30,8 +30,11 @@ void add_train_command(CLI::App& app) {
     run.stop_after_steps = o->stop_after;
     run.stop = &g_stop;
     std::signal(SIGINT, on_sigint);
-    train::train_translation(cfg, run);
+    const train::TrainSummary sum = train::train_translation(cfg, run);
     std::signal(SIGINT, SIG_DFL);
+    // Not 0: a script running `attn train` then decoding (scripts/quickstart.sh)
+    // must not carry on as if training had finished. 130 is the shell's code for Ctrl-C.
+    if (!sum.completed && g_stop.load()) throw CLI::RuntimeError(130);
   });
 }
 

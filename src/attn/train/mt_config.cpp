@@ -88,6 +88,7 @@ DataConfig read_data(const json& j) {
   d.valid_tsv = r.get_string("valid_tsv", d.valid_tsv);
   d.valid_holdout = r.get_int("valid_holdout", d.valid_holdout);
   d.test_holdout = r.get_int("test_holdout", d.test_holdout);
+  d.split_seed = uint64_t(r.get_int("split_seed", int64_t(d.split_seed)));
   d.tsv_src_column = int(r.get_int("tsv_src_column", d.tsv_src_column));
   d.tsv_tgt_column = int(r.get_int("tsv_tgt_column", d.tsv_tgt_column));
   d.max_src_tokens = r.get_int("max_src_tokens", d.max_src_tokens);
@@ -215,6 +216,7 @@ std::string to_json(const TrainConfig& c) {
   j["data"] = {{"train_src", d.train_src},     {"train_tgt", d.train_tgt},         {"train_tsv", d.train_tsv},
                {"valid_src", d.valid_src},     {"valid_tgt", d.valid_tgt},         {"valid_tsv", d.valid_tsv},
                {"valid_holdout", d.valid_holdout}, {"test_holdout", d.test_holdout},
+               {"split_seed", d.split_seed},
                {"tsv_src_column", d.tsv_src_column}, {"tsv_tgt_column", d.tsv_tgt_column},
                {"max_src_tokens", d.max_src_tokens}, {"max_tgt_tokens", d.max_tgt_tokens},
                {"max_ratio", d.max_ratio}};

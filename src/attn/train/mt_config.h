@@ -5,7 +5,7 @@
 //   data:   train_src / train_tgt (two files, plain or gzip) or train_tsv (one
 //           tab-separated file); valid_src / valid_tgt or valid_tsv, or
 //           valid_holdout / test_holdout (source sentences held out of the
-//           training corpus, see data/split.h); tsv_src_column,
+//           training corpus, see data/split.h) and split_seed; tsv_src_column,
 //           tsv_tgt_column; max_src_tokens, max_tgt_tokens, max_ratio (length filter)
 //   vocab:  joint, size, type (unigram | bpe), character_coverage,
 //           src_model / tgt_model (existing SentencePiece models; else trained)
@@ -29,6 +29,8 @@ struct DataConfig {
   std::string valid_tsv;             // one tab-separated validation file, or
   int64_t valid_holdout = 0;         // source sentences of the training corpus held out for validation
   int64_t test_holdout = 0;          // ... and for a test split (written to out_dir/test.{src,ref})
+  uint64_t split_seed = 1;           // which sentences are held out; apart from train.seed so that
+                                     // runs with other training seeds share one test split
   int tsv_src_column = 0;            // TSV field of the source sentence
   int tsv_tgt_column = 1;            // TSV field of the target sentence
   int64_t max_src_tokens = 100;      // training pairs with longer sources (in pieces) are dropped

@@ -12,13 +12,13 @@
 #include "attn/data/batcher.h"
 #include "attn/data/encoded_corpus.h"
 #include "attn/data/line_reader.h"
-#include "attn/data/split.h"
 #include "attn/decode/translator.h"
 #include "attn/eval/bleu.h"
 #include "attn/models/seq2seq.h"
 #include "attn/tensor/threading.h"
 #include "attn/train/checkpoint.h"
 #include "attn/train/clip_grad.h"
+#include "attn/train/corpora.h"
 #include "attn/train/optim.h"
 #include "attn/train/seed.h"
 
@@ -39,29 +39,6 @@ std::string hms(double s) {
   else
     std::snprintf(buf, sizeof buf, "%lldm%02llds", (long long)(t / 60), (long long)(t % 60));
   return buf;
-}
-
-struct Corpora {
-  data::ParallelCorpus train, valid, test;
-};
-
-Corpora read_corpora(const DataConfig& d, uint64_t seed) {
-  data::TsvOptions tsv;
-  tsv.src_column = d.tsv_src_column;
-  tsv.tgt_column = d.tsv_tgt_column;
-  Corpora c;
-  c.train = d.train_tsv.empty() ? data::read_parallel(d.train_src, d.train_tgt) : data::read_tsv(d.train_tsv, tsv);
-  if (d.valid_holdout > 0 || d.test_holdout > 0) {
-    data::CorpusSplit s = data::split_by_source(c.train, d.valid_holdout, d.test_holdout, derive_seed(seed, "split"));
-    c.train = std::move(s.train);
-    c.valid = std::move(s.valid);
-    c.test = std::move(s.test);
-  }
-  if (!d.valid_src.empty()) c.valid = data::read_parallel(d.valid_src, d.valid_tgt);
-  if (!d.valid_tsv.empty()) c.valid = data::read_tsv(d.valid_tsv, tsv);
-  if (c.train.size() == 0) throw std::invalid_argument("data: the training corpus is empty");
-  if (c.valid.size() == 0) throw std::invalid_argument("data: the validation corpus is empty");
-  return c;
 }
 
 void copy_file(const std::string& from, const std::string& to) {
@@ -217,7 +194,7 @@ TrainSummary train_translation(const TrainConfig& cfg_in, const RunOptions& run)
   const auto run_t0 = Clock::now();  // wall time of this invocation (vocabularies, validation included)
 
   // ---- data and vocabularies ----
-  Corpora corp = read_corpora(cfg.data, t.seed);
+  Corpora corp = read_corpora(cfg.data);
   prepare_vocabs(cfg.vocab, corp, out, run.resume, print);
   data::SubwordVocab sv = data::SubwordVocab::load(out + "/vocab.src.model");
   data::SubwordVocab tv = data::SubwordVocab::load(out + "/vocab.tgt.model");
@@ -455,6 +432,13 @@ TrainSummary train_translation(const TrainConfig& cfg_in, const RunOptions& run)
                 sum.completed ? ("finished: " + reason).c_str() : "interrupted, checkpoint saved", (long long)state.step,
                 hms(extra.elapsed_s).c_str(), best, sum.tgt_tokens_per_s, hms(run_s).c_str());
   print(buf);
+  if (sum.completed) {  // the last line of a finished run's log (scripts/quickstart.sh looks for it)
+    nlohmann::ordered_json j = {{"type", "finished"},       {"reason", reason},
+                                {"step", state.step},       {"epoch", state.epoch},
+                                {"elapsed_s", extra.elapsed_s}, {"wall_s", seconds_since(run_t0)}};
+    if (sum.best_bleu) j["best_bleu"] = *sum.best_bleu;
+    log << j.dump() << "\n" << std::flush;
+  }
   return sum;
 }
 

@@ -11,7 +11,8 @@
 //   checkpoint/               the latest training checkpoint (train/checkpoint.h): weights, Adam
 //                             state and LR, step, epoch, batches consumed in the epoch, dropout Rng
 //                             state, best score, plateau counters
-//   log.jsonl                 one JSON object per progress line and per validation
+//   log.jsonl                 one JSON object per progress line and per validation, and a
+//                             {"type": "finished", ...} line when the run completes
 //   test.src / test.ref       the held-out test split (data.test_holdout > 0)
 //
 // Resuming (RunOptions::resume) loads checkpoint/ and continues with the next
