@@ -1,0 +1,276 @@
+// The fused RNNsearch search step (see the header).
+#include "attn/models/rnnsearch_search.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "attn/attention/additive_kernels.h"
+#include "attn/models/vocab_topk.h"
+#include "attn/nn/rnn_kernels.h"
+#include "attn/nn/rnn_math.h"
+#include "attn/nn/step_linear.h"
+#include "attn/tensor/threading.h"
+
+namespace attn::models {
+namespace {
+
+std::string shp(const Tensor& t) { return t.defined() ? t.shape().str() : "undefined"; }
+
+// A step goes parallel from this many multiply-adds on (all rows together):
+// below it one thread finishes before a second one would have woken up.
+constexpr int64_t kParallelMacs = int64_t(1) << 17;
+
+// Thread t's share [begin, end) of n items, in contiguous runs of `align` items.
+struct Range {
+  int64_t begin, end;
+};
+Range split(int64_t n, int t, int nt, int64_t align = 1) {
+  const int64_t blocks = (n + align - 1) / align;
+  return {std::min(n, blocks * t / nt * align), std::min(n, blocks * (t + 1) / nt * align)};
+}
+
+class RnnSearchStepDecoder final : public StepDecoder {
+public:
+  RnnSearchStepDecoder(const RnnSearchStepWeights& w, const EncoderMemory& m, int64_t max_rows, StepPacking packing);
+  const StepTop& step(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
+                      int64_t k) override;
+
+private:
+  void reserve(int64_t rows);
+  // Row i of sentence b: attention weights and context from qp_ row i.
+  void attend(int64_t i, int64_t b);
+
+  RnnSearchStepWeights w_;
+  Tensor keys_, values_, b_ih_, b_hh_;
+  std::vector<int64_t> len_;  // [B] source lengths
+  int64_t B_, S_, A_, Dv_, E_, Hd_, G_, R_, V_;
+  int64_t Xo_, Xi_;  // row widths of xo_ = [s'; c; emb] (the readout's input) and xi_ = [emb; c] (the GRU's)
+  int64_t macs_per_row_;
+  nn::StepLinear q_, hh_, ih_, o_, y_;  // W_a, W_hh, W_ih, W_o, W_y
+  int64_t cap_ = 0;                     // rows the buffers hold
+  Tensor xo_, xi_, qp_, gh_, gx_, ghn_, t_, logits_, weights_;
+  std::vector<float*> y_rows_, next_rows_;
+  StepTop out_;
+};
+
+RnnSearchStepDecoder::RnnSearchStepDecoder(const RnnSearchStepWeights& w, const EncoderMemory& m, int64_t max_rows,
+                                           StepPacking packing)
+    : w_(w), keys_(m.keys), values_(m.values) {
+  auto fits = [](const Tensor& t, std::initializer_list<int64_t> dims) {
+    if (!t.defined() || t.dim() != int(dims.size())) return false;
+    int axis = 0;
+    for (int64_t d : dims)
+      if (t.size(axis++) != d) return false;
+    return true;
+  };
+  bool ok = w.embed.defined() && w.W_a.defined() && w.w_hh.defined() && w.w_o.defined() && w.w_y.defined() &&
+            keys_.defined() && values_.defined() && m.lengths.defined() && w.embed.dim() == 2 && w.W_a.dim() == 2 &&
+            w.w_hh.dim() == 2 && w.w_o.dim() == 2 && w.w_y.dim() == 2 && keys_.dim() == 3 && values_.dim() == 3;
+  if (ok) {
+    V_ = w.embed.size(0), E_ = w.embed.size(1), A_ = w.W_a.size(0), Hd_ = w.W_a.size(1), G_ = 3 * Hd_;
+    B_ = keys_.size(0), S_ = keys_.size(1), Dv_ = values_.size(2), R_ = w.w_o.size(0);
+    Xo_ = Hd_ + Dv_ + E_, Xi_ = E_ + Dv_;
+    ok = fits(w.v, {A_}) && fits(w.w_ih, {G_, Xi_}) && fits(w.w_hh, {G_, Hd_}) && fits(w.w_o, {R_, Xo_}) &&
+         fits(w.w_y, {V_, R_}) && fits(keys_, {B_, S_, A_}) && fits(values_, {B_, S_, Dv_}) &&
+         fits(m.lengths, {B_}) && (!w.b_ih.defined() || fits(w.b_ih, {G_})) &&
+         (!w.b_hh.defined() || fits(w.b_hh, {G_})) && (!w.b_o.defined() || fits(w.b_o, {R_})) &&
+         (!w.b_y.defined() || fits(w.b_y, {V_}));
+  }
+  if (!ok)
+    throw std::invalid_argument(
+        "rnnsearch decoder: embed " + shp(w.embed) + ", W_a " + shp(w.W_a) + ", v " + shp(w.v) + ", w_ih " +
+        shp(w.w_ih) + ", w_hh " + shp(w.w_hh) + ", w_o " + shp(w.w_o) + ", w_y " + shp(w.w_y) + ", keys " +
+        shp(keys_) + ", values " + shp(values_) + ", lengths " + shp(m.lengths) +
+        " (expects embed [V, E], W_a [A, Hd], v [A], w_ih [3Hd, E + Dv], w_hh [3Hd, Hd], w_o [R, Hd + Dv + E], "
+        "w_y [V, R], keys [B, S, A], values [B, S, Dv], lengths [B], biases of the output sizes)");
+  for (int64_t b = 0; b < B_; ++b) {
+    const float l = m.lengths.data()[b];
+    if (!(l >= 0.0f && l <= float(S_)) || l != std::floor(l))
+      throw std::invalid_argument("rnnsearch decoder: length " + std::to_string(l) + " outside [0, " +
+                                  std::to_string(S_) + "]");
+    len_.push_back(int64_t(l));
+  }
+  b_ih_ = w.b_ih.defined() ? w.b_ih : Tensor::zeros({G_});
+  b_hh_ = w.b_hh.defined() ? w.b_hh : Tensor::zeros({G_});
+  macs_per_row_ = A_ * Hd_ + G_ * Hd_ + G_ * Xi_ + R_ * Xo_ + V_ * R_ + S_ * (A_ + Dv_);
+  const bool packed = packing == StepPacking::Packed || (packing == StepPacking::Auto && max_rows >= kPackRows);
+  q_ = nn::StepLinear(w.W_a, packed);
+  hh_ = nn::StepLinear(w.w_hh, packed);
+  ih_ = nn::StepLinear(w.w_ih, packed);
+  o_ = nn::StepLinear(w.w_o, packed);
+  y_ = nn::StepLinear(w.w_y, packed);
+  reserve(std::max<int64_t>(1, max_rows));
+}
+
+void RnnSearchStepDecoder::reserve(int64_t rows) {
+  if (rows <= cap_) return;
+  cap_ = rows;
+  xo_ = Tensor::empty({rows, Xo_});
+  xi_ = Tensor::empty({rows, Xi_});
+  qp_ = Tensor::empty({rows, A_});
+  gh_ = Tensor::empty({rows, G_});
+  gx_ = Tensor::empty({rows, G_});
+  ghn_ = Tensor::empty({rows, Hd_});
+  t_ = Tensor::empty({rows, R_});
+  logits_ = Tensor::empty({rows, V_});
+  weights_ = Tensor::empty({rows, S_});
+  y_rows_.resize(size_t(rows));
+  next_rows_.resize(size_t(rows));
+}
+
+void RnnSearchStepDecoder::attend(int64_t i, int64_t b) {
+  const int64_t L = len_[size_t(b)], S = S_, A = A_, Dv = Dv_;
+  const float* q = qp_.data() + i * A;
+  const float* kb = keys_.data() + b * S * A;
+  const float* hb = values_.data() + b * S * Dv;
+  const float* v = w_.v.data();
+  float* wr = weights_.data() + i * S;
+  // e_j = v^T tanh(W_a s + U h_j + b_U); a = softmax over j < L
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < L; ++j) mx = std::max(mx, wr[j] = attention::detail::score_row(q, kb + j * A, v, A));
+  float sum = 0.0f;
+  for (int64_t j = 0; j < L; ++j) sum += (wr[j] = std::exp(wr[j] - mx));
+  const float inv = L > 0 ? 1.0f / sum : 0.0f;
+  for (int64_t j = 0; j < L; ++j) wr[j] *= inv;
+  std::fill(wr + L, wr + S, 0.0f);
+  // c = sum_j a_j h_j, four annotations per pass over c; into both input rows
+  float* c = xo_.data() + i * Xo_ + Hd_;
+  std::fill(c, c + Dv, 0.0f);
+  int64_t j = 0;
+  for (; j + 4 <= L; j += 4) {
+    const float a0 = wr[j], a1 = wr[j + 1], a2 = wr[j + 2], a3 = wr[j + 3];
+    const float *h0 = hb + j * Dv, *h1 = h0 + Dv, *h2 = h1 + Dv, *h3 = h2 + Dv;
+#pragma omp simd
+    for (int64_t d = 0; d < Dv; ++d) c[d] += a0 * h0[d] + a1 * h1[d] + a2 * h2[d] + a3 * h3[d];
+  }
+  for (; j < L; ++j) {
+    const float a = wr[j];
+    const float* h = hb + j * Dv;
+#pragma omp simd
+    for (int64_t d = 0; d < Dv; ++d) c[d] += a * h[d];
+  }
+  std::memcpy(xi_.data() + i * Xi_ + E_, c, size_t(Dv) * sizeof(float));
+}
+
+const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, const DecoderState& state,
+                                          const std::vector<int>& prev, int64_t k) {
+  const int64_t N = int64_t(rows.size());
+  if (state.tensors.size() != 1 || !state.tensors[0].defined() || state.tensors[0].dim() != 2 ||
+      state.tensors[0].size(0) != N || state.tensors[0].size(1) != Hd_ || int64_t(prev.size()) != N)
+    throw std::invalid_argument("rnnsearch decoder step: expects state {s [N, Hd]} and prev [N] for N = " +
+                                std::to_string(N) + " rows");
+  if (k < 1 || k > V_) throw std::invalid_argument("rnnsearch decoder step: k " + std::to_string(k) + " outside [1, V]");
+  for (int64_t i = 0; i < N; ++i) {
+    if (rows[size_t(i)] < 0 || rows[size_t(i)] >= B_)
+      throw std::invalid_argument("rnnsearch decoder step: row of sentence " + std::to_string(rows[size_t(i)]) +
+                                  " outside [0, " + std::to_string(B_) + ")");
+    if (prev[size_t(i)] < 0 || prev[size_t(i)] >= V_)
+      throw std::invalid_argument("rnnsearch decoder step: token " + std::to_string(prev[size_t(i)]) +
+                                  " outside [0, " + std::to_string(V_) + ")");
+  }
+  reserve(N);
+  Tensor s_new = Tensor::empty({N, Hd_});
+  for (int64_t i = 0; i < N; ++i) {
+    y_rows_[size_t(i)] = xo_.data() + i * Xo_;  // s' is the first part of the readout input ...
+    next_rows_[size_t(i)] = s_new.data() + i * Hd_;  // ... and the next state
+  }
+  out_.k = k;
+  out_.tokens.resize(size_t(N * k));
+  out_.log_probs.resize(size_t(N * k));
+
+  const float* s = state.tensors[0].data();
+  const float* emb_table = w_.embed.data();
+  const float* b_o = w_.b_o.defined() ? w_.b_o.data() : nullptr;
+  const float* b_y = w_.b_y.defined() ? w_.b_y.data() : nullptr;
+  float *xo = xo_.data(), *xi = xi_.data(), *qp = qp_.data(), *gh = gh_.data(), *gx = gx_.data(), *tt = t_.data(),
+        *logits = logits_.data();
+  const int64_t E = E_, Hd = Hd_, Dv = Dv_, G = G_, R = R_, V = V_, A = A_, Xo = Xo_, Xi = Xi_;
+  const bool par = num_threads() > 1 && N * macs_per_row_ >= kParallelMacs;
+#pragma omp parallel if (par)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const Range mine = split(N, t, nt);
+    // 1. emb = E[y] into both input rows; qp = s W_a^T and gh = s W_hh^T (one loop over both products' columns)
+    for (int64_t i = mine.begin; i < mine.end; ++i) {
+      const float* e = emb_table + int64_t(prev[size_t(i)]) * E;
+      std::memcpy(xi + i * Xi, e, size_t(E) * sizeof(float));
+      std::memcpy(xo + i * Xo + Hd + Dv, e, size_t(E) * sizeof(float));
+    }
+    {
+      const int64_t uq = q_.units();
+      const Range u = split(uq + hh_.units(), t, nt);
+      if (u.begin < uq) q_.apply(N, s, Hd, u.begin, std::min(u.end, uq), qp, A);
+      if (u.end > uq) hh_.apply(N, s, Hd, std::max(u.begin, uq) - uq, u.end - uq, gh, G);
+    }
+#pragma omp barrier
+    // 2. attention weights and context of each row, from its sentence's keys and values
+    for (int64_t i = mine.begin; i < mine.end; ++i) attend(i, rows[size_t(i)]);
+#pragma omp barrier
+    // 3. gx = [emb; c] W_ih^T
+    {
+      const Range u = split(ih_.units(), t, nt);
+      ih_.apply(N, xi, Xi, u.begin, u.end, gx, G);
+    }
+#pragma omp barrier
+    // 4. s' = GRU(gx, gh, s), this thread's hidden units of every row
+    {
+      const Range h = split(Hd, t, nt, 16);
+      if (h.begin < h.end) {
+        rnn_kernels::GruForward a;
+        a.n = N, a.hidden = Hd, a.k_begin = h.begin, a.k_end = h.end;
+        a.gates = gx, a.gh = gh, a.b_ih = b_ih_.data(), a.b_hh = b_hh_.data(), a.h_prev = s;
+        a.ghn = ghn_.data(), a.y_rows = y_rows_.data(), a.next_rows = next_rows_.data();
+        rnn_kernels::gru_forward(a);
+      }
+    }
+#pragma omp barrier
+    // 5. t = tanh([s'; c; emb] W_o^T + b_o)
+    {
+      const Range u = split(o_.units(), t, nt);
+      o_.apply(N, xo, Xo, u.begin, u.end, tt, R);
+      const int64_t c0 = std::min(R, u.begin * nn::StepLinear::kUnit), c1 = std::min(R, u.end * nn::StepLinear::kUnit);
+      for (int64_t i = 0; i < N; ++i) {
+        float* row = tt + i * R;
+#pragma omp simd
+        for (int64_t c = c0; c < c1; ++c) row[c] = rnn_math::fast_tanh(row[c] + (b_o ? b_o[c] : 0.0f));
+      }
+    }
+#pragma omp barrier
+    // 6. logits = t W_y^T + b_y
+    {
+      const Range u = split(y_.units(), t, nt);
+      y_.apply(N, tt, R, u.begin, u.end, logits, V);
+      const int64_t c0 = std::min(V, u.begin * nn::StepLinear::kUnit), c1 = std::min(V, u.end * nn::StepLinear::kUnit);
+      if (b_y)
+        for (int64_t i = 0; i < N; ++i) {
+          float* row = logits + i * V;
+#pragma omp simd
+          for (int64_t c = c0; c < c1; ++c) row[c] += b_y[c];
+        }
+    }
+#pragma omp barrier
+    // 7. the k best tokens of each row and their log-probabilities
+    for (int64_t i = mine.begin; i < mine.end; ++i) {
+      const float* row = logits + i * V;
+      top_k_row(row, V, log_sum_exp_row(row, V), k, out_.tokens.data() + i * k, out_.log_probs.data() + i * k);
+    }
+  }
+  out_.weights = weights_.narrow0(0, N);
+  out_.state.tensors = {s_new};
+  return out_;
+}
+
+}  // namespace
+
+std::unique_ptr<StepDecoder> make_rnnsearch_decoder(const RnnSearchStepWeights& weights, const EncoderMemory& memory,
+                                                    int64_t max_rows, StepPacking packing) {
+  return std::make_unique<RnnSearchStepDecoder>(weights, memory, max_rows, packing);
+}
+
+}  // namespace attn::models
