@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attn/autograd/node.h"
+#include "attn/decode/search.h"
 #include "attn/models/output_loss.h"
 #include "attn/models/rnnsearch_search.h"
 #include "attn/models/seq2seq.h"
@@ -93,6 +94,19 @@ TEST(StepLinear, RowMajorAndPackedMatchReference) {
               ASSERT_NEAR(c[size_t(i * out + o)], s, 1e-5 * (1 + std::sqrt(double(K))))
                   << "out " << out << " K " << K << " packed " << packed << " m " << m;
             }
+          // unit by unit into a tile: the same values, bit for bit
+          for (int64_t u = 0; u < lin.units(); ++u) {
+            std::vector<float> tile(size_t(m * 32), -7.0f);
+            lin.apply_unit(m, a.data(), K, u, tile.data(), 32);
+            ASSERT_EQ(lin.unit_cols(u), std::min<int64_t>(32, out - u * 32));
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < 32; ++j) {
+                if (j < lin.unit_cols(u))
+                  ASSERT_EQ(tile[size_t(i * 32 + j)], c[size_t(i * out + u * 32 + j)]) << "unit " << u;
+                else
+                  ASSERT_EQ(tile[size_t(i * 32 + j)], -7.0f) << "unit " << u << " wrote past its columns";
+              }
+          }
         }
       }
 }
@@ -143,6 +157,7 @@ models::ModelConfig medium() {
 // the k best of step()'s log-probabilities, weights and state agree.
 TEST(RnnSearchSearchStep, MatchesStepForBothLayouts) {
   NoGradGuard no_grad;
+  std::vector<std::vector<float>> by_threads;  // [threads][layout] log-probs, tokens, weights, state
   for (int threads : {1, 2}) {
     set_num_threads(threads);
     Rng init(9);
@@ -203,6 +218,11 @@ TEST(RnnSearchSearchStep, MatchesStepForBothLayouts) {
           EXPECT_NEAR(out.state.tensors[0].data()[i * Hd + h], ref.state.tensors[0].data()[i * Hd + h], 1e-5);
       }
       layouts_lp.push_back(out.log_probs);
+      std::vector<float> all = out.log_probs;
+      for (int tok : out.tokens) all.push_back(float(tok));
+      all.insert(all.end(), out.weights.data(), out.weights.data() + out.weights.numel());
+      all.insert(all.end(), out.state.tensors[0].data(), out.state.tensors[0].data() + out.state.tensors[0].numel());
+      by_threads.push_back(all);
       const int best3 = out.tokens[size_t(3 * k)];
       const float lp3 = out.log_probs[size_t(3 * k)];
       // a second, smaller step through the same decoder (buffers reused; `out` is overwritten):
@@ -216,6 +236,54 @@ TEST(RnnSearchSearchStep, MatchesStepForBothLayouts) {
     for (size_t i = 0; i < layouts_lp[0].size(); ++i) EXPECT_NEAR(layouts_lp[0][i], layouts_lp[1][i], 1e-5);
   }
   set_num_threads(0);
+  // the thread count changes nothing, bit for bit (each layout: 1 thread vs 2 threads)
+  ASSERT_EQ(by_threads.size(), 4u);
+  EXPECT_EQ(by_threads[0], by_threads[2]);
+  EXPECT_EQ(by_threads[1], by_threads[3]);
+}
+
+// Searches over enough sentences for the packed layout (>= kPackRows rows):
+// beam 1 still equals greedy bit for bit, and beam 3 finds what it finds for
+// each sentence alone (row-major layout; equal up to rounding).
+TEST(RnnSearchSearchStep, PackedLayoutSearches) {
+  Rng init(12);
+  models::ModelConfig c = medium();
+  auto model = models::make_model(c, init, 12);
+  for (auto& [name, p] : model->named_parameters()) {
+    if (name == "output.weight")
+      for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] *= 6.0f;
+    if (name == "output.bias") p.data()[data::kEos] += 1.0f;
+  }
+  model->train(false);
+  const int64_t B = 20, S = 7;
+  ASSERT_GE(B, models::kPackRows);
+  Rng rng(13);
+  Tensor src = Tensor::zeros({B, S});
+  std::vector<int64_t> lengths;
+  for (int64_t b = 0; b < B; ++b) {
+    lengths.push_back(1 + int64_t(rng.below(uint64_t(S))));
+    for (int64_t j = 0; j < lengths.back(); ++j) src.data()[b * S + j] = float(4 + rng.below(19));
+  }
+  decode::SearchOptions o;
+  o.length_penalty = 0.0;
+  auto g = decode::greedy_search(*model, src, lengths, o);
+  auto b1 = decode::beam_search(*model, src, lengths, o);
+  o.beam = 3;
+  auto b3 = decode::beam_search(*model, src, lengths, o);
+  int finished = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const auto &x = g[size_t(b)].hypotheses[0], &y = b1[size_t(b)].hypotheses[0];
+    EXPECT_EQ(x.tokens, y.tokens) << b;
+    EXPECT_EQ(x.log_prob, y.log_prob) << b;
+    EXPECT_EQ(x.attention, y.attention) << b;
+    finished += x.finished;
+    Tensor one = Tensor::from(std::vector<float>(src.data() + b * S, src.data() + (b + 1) * S), {1, S});
+    auto alone = decode::beam_search(*model, one, {lengths[size_t(b)]}, o);
+    const auto &p = b3[size_t(b)].hypotheses[0], &q = alone[0].hypotheses[0];
+    EXPECT_EQ(p.tokens, q.tokens) << b;
+    EXPECT_NEAR(p.log_prob, q.log_prob, 1e-4) << b;
+  }
+  EXPECT_GT(finished, 0);
 }
 
 TEST(RnnSearchSearchStep, RejectsBadInput) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -54,8 +55,14 @@ private:
   int64_t macs_per_row_;
   nn::StepLinear q_, hh_, ih_, o_, y_;  // W_a, W_hh, W_ih, W_o, W_y
   int64_t cap_ = 0;                     // rows the buffers hold
-  Tensor xo_, xi_, qp_, gh_, gx_, ghn_, t_, logits_, weights_;
+  Tensor xo_, xi_, qp_, gh_, gx_, ghn_, t_, weights_;
+  Tensor part_max_, part_sum_;  // [rows, units of W_y]: max and sum exp(logit - max) of each 32-logit tile
   std::vector<float*> y_rows_, next_rows_;
+  // per thread and row: the k best logits of the thread's tiles; per thread: a merge buffer
+  std::vector<int> top_tok_, merge_tok_;
+  std::vector<int64_t> merge_ord_;
+  std::vector<float> top_val_, merge_val_;
+  std::vector<int64_t> top_n_;
   StepTop out_;
 };
 
@@ -118,8 +125,9 @@ void RnnSearchStepDecoder::reserve(int64_t rows) {
   gx_ = Tensor::empty({rows, G_});
   ghn_ = Tensor::empty({rows, Hd_});
   t_ = Tensor::empty({rows, R_});
-  logits_ = Tensor::empty({rows, V_});
   weights_ = Tensor::empty({rows, S_});
+  part_max_ = Tensor::empty({rows, y_.units()});
+  part_sum_ = Tensor::empty({rows, y_.units()});
   y_rows_.resize(size_t(rows));
   next_rows_.resize(size_t(rows));
 }
@@ -188,10 +196,17 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
   const float* emb_table = w_.embed.data();
   const float* b_o = w_.b_o.defined() ? w_.b_o.data() : nullptr;
   const float* b_y = w_.b_y.defined() ? w_.b_y.data() : nullptr;
-  float *xo = xo_.data(), *xi = xi_.data(), *qp = qp_.data(), *gh = gh_.data(), *gx = gx_.data(), *tt = t_.data(),
-        *logits = logits_.data();
-  const int64_t E = E_, Hd = Hd_, Dv = Dv_, G = G_, R = R_, V = V_, A = A_, Xo = Xo_, Xi = Xi_;
+  float *xo = xo_.data(), *xi = xi_.data(), *qp = qp_.data(), *gh = gh_.data(), *gx = gx_.data(), *tt = t_.data();
+  const int64_t E = E_, Hd = Hd_, Dv = Dv_, G = G_, R = R_, A = A_, Xo = Xo_, Xi = Xi_, U = y_.units();
   const bool par = num_threads() > 1 && N * macs_per_row_ >= kParallelMacs;
+  const int64_t max_threads = par ? num_threads() : 1;
+  top_tok_.resize(size_t(max_threads * N * k));
+  top_val_.resize(size_t(max_threads * N * k));
+  top_n_.resize(size_t(max_threads * N));
+  merge_tok_.resize(size_t(max_threads * max_threads * k));
+  merge_val_.resize(size_t(max_threads * max_threads * k));
+  merge_ord_.resize(size_t(max_threads * max_threads * k));
+  float *pmax = part_max_.data(), *psum = part_sum_.data();
 #pragma omp parallel if (par)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
@@ -242,23 +257,77 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
       }
     }
 #pragma omp barrier
-    // 6. logits = t W_y^T + b_y
+    // 6. logits = t W_y^T + b_y, tile by tile (rows x 32 logits, in L1): each tile's max and
+    // sum exp(logit - max), and this thread's running k best logits of each row. The [N, V]
+    // logits are never stored; the tiles are fixed (not per thread), so the result does
+    // not depend on the thread count.
     {
-      const Range u = split(y_.units(), t, nt);
-      y_.apply(N, tt, R, u.begin, u.end, logits, V);
-      const int64_t c0 = std::min(V, u.begin * nn::StepLinear::kUnit), c1 = std::min(V, u.end * nn::StepLinear::kUnit);
-      if (b_y)
-        for (int64_t i = 0; i < N; ++i) {
-          float* row = logits + i * V;
+      constexpr int64_t kTileRows = 12;
+      alignas(64) float tile[kTileRows * nn::StepLinear::kUnit];
+      int* ttok = top_tok_.data() + int64_t(t) * N * k;
+      float* tval = top_val_.data() + int64_t(t) * N * k;
+      int64_t* tn = top_n_.data() + int64_t(t) * N;
+      std::fill(tn, tn + N, int64_t(0));
+      const Range u = split(U, t, nt);
+      for (int64_t unit = u.begin; unit < u.end; ++unit) {
+        const int64_t o0 = unit * nn::StepLinear::kUnit, cols = y_.unit_cols(unit);
+        for (int64_t i0 = 0; i0 < N; i0 += kTileRows) {
+          const int64_t m = std::min(kTileRows, N - i0);
+          y_.apply_unit(m, tt + i0 * R, R, unit, tile, nn::StepLinear::kUnit);
+          for (int64_t r = 0; r < m; ++r) {
+            float* x = tile + r * nn::StepLinear::kUnit;
+            const int64_t i = i0 + r;
+            if (b_y) {
 #pragma omp simd
-          for (int64_t c = c0; c < c1; ++c) row[c] += b_y[c];
+              for (int64_t j = 0; j < cols; ++j) x[j] += b_y[o0 + j];
+            }
+            float mx = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : mx)
+            for (int64_t j = 0; j < cols; ++j) mx = std::max(mx, x[j]);
+            float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+            for (int64_t j = 0; j < cols; ++j) sum += rnn_math::fast_exp(x[j] - mx);
+            pmax[i * U + unit] = mx;
+            psum[i * U + unit] = sum;
+            TopKList list{ttok + i * k, tval + i * k, k, tn[i]};
+            top_k_add(list, x, cols, int(o0));
+            tn[i] = list.n;
+          }
         }
+      }
     }
 #pragma omp barrier
-    // 7. the k best tokens of each row and their log-probabilities
-    for (int64_t i = mine.begin; i < mine.end; ++i) {
-      const float* row = logits + i * V;
-      top_k_row(row, V, log_sum_exp_row(row, V), k, out_.tokens.data() + i * k, out_.log_probs.data() + i * k);
+    // 7. each row: lse from its tiles (in tile order), the k best of the threads' lists
+    // (thread t's tokens all precede thread t+1's, so a stable merge by value keeps ties
+    // by lower token), log p = logit - lse
+    {
+      int* mtok = merge_tok_.data() + int64_t(t) * nt * k;
+      float* mval = merge_val_.data() + int64_t(t) * nt * k;
+      int64_t* order = merge_ord_.data() + int64_t(t) * nt * k;
+      for (int64_t i = mine.begin; i < mine.end; ++i) {
+        const float* rm = pmax + i * U;
+        const float* rs = psum + i * U;
+        float mx = -std::numeric_limits<float>::infinity();
+#pragma omp simd reduction(max : mx)
+        for (int64_t v = 0; v < U; ++v) mx = std::max(mx, rm[v]);
+        float sum = 0.0f;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t v = 0; v < U; ++v) sum += rs[v] * rnn_math::fast_exp(rm[v] - mx);
+        const float lse = mx + std::log(sum);
+        int64_t c = 0;
+        for (int th = 0; th < nt; ++th) {
+          const int64_t n = top_n_[size_t(th * N + i)];
+          const int* tk = top_tok_.data() + (int64_t(th) * N + i) * k;
+          const float* tv = top_val_.data() + (int64_t(th) * N + i) * k;
+          for (int64_t j = 0; j < n; ++j, ++c) mtok[c] = tk[j], mval[c] = tv[j];
+        }
+        std::iota(order, order + c, int64_t(0));
+        std::stable_sort(order, order + c, [&](int64_t p, int64_t q) { return mval[p] > mval[q]; });
+        for (int64_t j = 0; j < k; ++j) {
+          out_.tokens[size_t(i * k + j)] = mtok[order[j]];
+          out_.log_probs[size_t(i * k + j)] = mval[order[j]] - lse;
+        }
+      }
     }
   }
   out_.weights = weights_.narrow0(0, N);

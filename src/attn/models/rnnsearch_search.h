@@ -12,8 +12,9 @@
 //   gx = [emb; c] W_ih^T                                         (columns)
 //   s' = GRU gates(gx + b_ih, gh + b_hh, s)                      (hidden units)
 //   t = tanh([s'; c; emb] W_o^T + b_o)                           (columns, bias and tanh on the fly)
-//   logits = t W_y^T + b_y                                       (columns)
-//   lse = log sum exp(logits), the k best logits - lse           (rows; vocab_topk.h)
+//   logits = t W_y^T + b_y, in tiles of rows x 32 logits         (columns)
+//     per tile: its max and sum exp(logit - max), and a running top k of each row
+//   lse = combined over the tiles; the k best logits, log p = logit - lse  (rows)
 // the same equations as RnnSearch::step() (tests/test_search_step.cpp holds
 // them equal), but:
 //  - each product reads weights prepared once per search (nn/step_linear.h):
@@ -23,7 +24,13 @@
 //  - buffers are allocated once per search for max_rows rows;
 //  - rows read keys and values through the row -> sentence map: beams do not
 //    copy the encoder memory;
-//  - only k tokens per row leave the step, not log p of the whole vocabulary.
+//  - only k tokens per row leave the step, and the [N, V] logits never leave
+//    the L1-sized tile they are computed in (before, the logits and then log p
+//    of the whole vocabulary were written and re-read: 10 MB each per step at
+//    beam 5, batch 64).
+// The tokens are the k largest logits (ties by lower id) and thus the k most
+// probable. Every row's result is independent of the other rows and of the
+// thread count (the tiles are fixed, and the threads' top-k lists merge exactly).
 #pragma once
 #include <memory>
 

@@ -51,7 +51,7 @@ struct StepOutput {
 // only the k most probable next tokens.
 struct StepTop {
   int64_t k = 0;                 // tokens kept per row
-  std::vector<int> tokens;       // [N * k] row i's best tokens at [i * k, i * k + k): log p descending, ties by lower id
+  std::vector<int> tokens;       // [N * k] row i's best tokens at [i * k, i * k + k): logit (so log p) descending, ties by lower id
   std::vector<float> log_probs;  // [N * k] their log p(y_t | y_<t, x), as step()'s log_probs
   Tensor weights;                // [N, S] attention weights of this step (zeros past each length)
   DecoderState state;            // the state after consuming the previous token

@@ -35,51 +35,41 @@ float log_sum_exp_row(const float* x, int64_t V) {
   return mx + std::log(s);
 }
 
-namespace {
-
-// A sorted list of at most k (value, token) pairs: value descending, ties by
-// lower token (tokens arrive in increasing order, so a tie goes after).
-struct TopList {
-  int* tokens;
-  float* values;
-  int64_t k, n = 0;
-
-  // Whether y at token v would enter the list.
-  bool enters(float y) const { return n < k || y > values[n - 1]; }
-  void insert(int v, float y) {
-    int64_t pos = n < k ? n : k - 1;  // the slot that frees up: the end, or the dropped last
-    while (pos > 0 && values[pos - 1] < y) {
-      values[pos] = values[pos - 1];
-      tokens[pos] = tokens[pos - 1];
-      --pos;
-    }
-    values[pos] = y;
-    tokens[pos] = v;
-    if (n < k) ++n;
+void TopKList::insert(int token, float y) {
+  int64_t pos = n < k ? n : k - 1;  // the slot that frees up: the end, or the dropped last
+  while (pos > 0 && values[pos - 1] < y) {
+    values[pos] = values[pos - 1];
+    tokens[pos] = tokens[pos - 1];
+    --pos;
   }
-};
+  values[pos] = y;
+  tokens[pos] = token;
+  if (n < k) ++n;
+}
 
-}  // namespace
-
-void top_k_row(const float* x, int64_t V, float shift, int64_t k, int* tokens, float* values) {
+void top_k_add(TopKList& list, const float* x, int64_t count, int first_token, float shift) {
   using namespace attention::simd;
-  TopList top{tokens, values, k};
   const vf vshift = set1(shift);
-  int64_t v = 0;
+  int64_t j = 0;
   alignas(64) float y[kLanes];
-  for (; v + kLanes <= V; v += kLanes) {
-    const vf yv = sub(load(x + v), vshift);
+  for (; j + kLanes <= count; j += kLanes) {
+    const vf yv = sub(load(x + j), vshift);
     // until the list is full every value enters; then only those above its last
-    unsigned hit = top.n < k ? ~0u : bits(lt(set1(values[k - 1]), yv));
+    const unsigned hit = list.n < list.k ? ~0u : bits(lt(set1(list.values[list.k - 1]), yv));
     if (!hit) continue;
     store(y, yv);
     for (int l = 0; l < kLanes; ++l)
-      if (((hit >> l) & 1u) && top.enters(y[l])) top.insert(int(v + l), y[l]);
+      if (((hit >> l) & 1u) && list.enters(y[l])) list.insert(first_token + int(j) + l, y[l]);
   }
-  for (; v < V; ++v) {
-    const float yv = x[v] - shift;
-    if (top.enters(yv)) top.insert(int(v), yv);
+  for (; j < count; ++j) {
+    const float yv = x[j] - shift;
+    if (list.enters(yv)) list.insert(first_token + int(j), yv);
   }
+}
+
+void top_k_row(const float* x, int64_t V, float shift, int64_t k, int* tokens, float* values) {
+  TopKList list{tokens, values, k};
+  top_k_add(list, x, V, 0, shift);
 }
 
 }  // namespace attn::models

@@ -25,4 +25,13 @@ void StepLinear::apply(int64_t m, const float* a, int64_t lda, int64_t u0, int64
     rows_gemm::gemm_wt(m, K_, a, lda, weight_.data(), K_, o0, o1, c, ldc, false);
 }
 
+void StepLinear::apply_unit(int64_t m, const float* a, int64_t lda, int64_t u, float* c, int64_t ldc) const {
+  const int64_t cols = unit_cols(u);
+  if (m <= 0 || cols <= 0) return;
+  if (packed())
+    rnn_gemm::gemm_panel(m, a, lda, packed_, 0, u, c, ldc, false);
+  else
+    rows_gemm::gemm_wt(m, K_, a, lda, weight_.data() + u * kUnit * K_, K_, 0, cols, c, ldc, false);
+}
+
 }  // namespace attn::nn

@@ -10,6 +10,7 @@
 // Work is split in units of kUnit output columns, so that a caller can run
 // several products' units in one parallel loop (see models/rnnsearch_search.cpp).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 
 #include "attn/nn/rnn_gemm.h"
@@ -35,6 +36,10 @@ public:
   // [u0, u1), i.e. o in [u0 kUnit, min(u1 kUnit, out)). a [m, K] with row
   // stride lda, c with row stride ldc. No threading: callers split units.
   void apply(int64_t m, const float* a, int64_t lda, int64_t u0, int64_t u1, float* c, int64_t ldc) const;
+  // The same for one unit u, written relative to the unit: c[i, j] for the
+  // unit's j < unit_cols(u) outputs (a tile the caller post-processes in L1).
+  void apply_unit(int64_t m, const float* a, int64_t lda, int64_t u, float* c, int64_t ldc) const;
+  int64_t unit_cols(int64_t u) const { return std::clamp(out_ - u * kUnit, int64_t(0), kUnit); }
 
 private:
   Tensor weight_;
