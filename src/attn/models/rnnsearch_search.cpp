@@ -12,6 +12,7 @@
 #include <string>
 
 #include "attn/attention/additive_kernels.h"
+#include "attn/attention/simd.h"
 #include "attn/models/vocab_topk.h"
 #include "attn/nn/rnn_kernels.h"
 #include "attn/nn/rnn_math.h"
@@ -22,6 +23,12 @@ namespace attn::models {
 namespace {
 
 std::string shp(const Tensor& t) { return t.defined() ? t.shape().str() : "undefined"; }
+
+// GCC 12 reports the _mm256_undefined_pd() operand inside _mm512_reduce_add_ps
+// as uninitialised where it inlines here (the false positive simd.h describes).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 // A step goes parallel from this many multiply-adds on (all rows together):
 // below it one thread finishes before a second one would have woken up.
@@ -34,6 +41,59 @@ struct Range {
 Range split(int64_t n, int t, int nt, int64_t align = 1) {
   const int64_t blocks = (n + align - 1) / align;
   return {std::min(n, blocks * t / nt * align), std::min(n, blocks * (t + 1) / nt * align)};
+}
+
+float reduce_max(attention::simd::vf v) {
+#if defined(__AVX512F__)
+  return _mm512_reduce_max_ps(v);
+#else
+  alignas(64) float lanes[attention::simd::kLanes];
+  attention::simd::store(lanes, v);
+  float m = lanes[0];
+  for (int l = 1; l < attention::simd::kLanes; ++l) m = std::max(m, lanes[l]);
+  return m;
+#endif
+}
+
+// x [n] += b [n]; then the max of x and sum_j exp(x_j - max): the statistics of
+// one row of a logits tile, or of a row's tiles (then with weights, see lse_of_tiles).
+struct Stats {
+  float max, sum;
+};
+Stats bias_max_sumexp(float* x, const float* b, int64_t n) {
+  using namespace attention::simd;
+  int64_t j = 0;
+  vf vmx = set1(-std::numeric_limits<float>::infinity());
+  for (; j + kLanes <= n; j += kLanes) {
+    vf v = load(x + j);
+    if (b) store(x + j, v = add(v, load(b + j)));
+    vmx = max(vmx, v);
+  }
+  float mx = reduce_max(vmx);
+  for (int64_t t = j; t < n; ++t) mx = std::max(mx, x[t] += b ? b[t] : 0.0f);
+  const vf vm = set1(mx);
+  vf vs = zero();
+  for (j = 0; j + kLanes <= n; j += kLanes) vs = add(vs, attention::simd::exp(sub(load(x + j), vm)));
+  float sum = reduce_add(vs);
+  for (; j < n; ++j) sum += std::exp(x[j] - mx);
+  return {mx, sum};
+}
+
+// log sum exp of a row from its tiles' (max, sum exp(x - max)), combined in tile order.
+float lse_of_tiles(const float* tmax, const float* tsum, int64_t n) {
+  using namespace attention::simd;
+  int64_t j = 0;
+  vf vmx = set1(-std::numeric_limits<float>::infinity());
+  for (; j + kLanes <= n; j += kLanes) vmx = max(vmx, load(tmax + j));
+  float mx = reduce_max(vmx);
+  for (int64_t t = j; t < n; ++t) mx = std::max(mx, tmax[t]);
+  const vf vm = set1(mx);
+  vf vs = zero();
+  for (j = 0; j + kLanes <= n; j += kLanes)
+    vs = fmadd(load(tsum + j), attention::simd::exp(sub(load(tmax + j), vm)), vs);
+  float sum = reduce_add(vs);
+  for (; j < n; ++j) sum += tsum[j] * std::exp(tmax[j] - mx);
+  return mx + std::log(sum);
 }
 
 class RnnSearchStepDecoder final : public StepDecoder {
@@ -277,18 +337,9 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
           for (int64_t r = 0; r < m; ++r) {
             float* x = tile + r * nn::StepLinear::kUnit;
             const int64_t i = i0 + r;
-            if (b_y) {
-#pragma omp simd
-              for (int64_t j = 0; j < cols; ++j) x[j] += b_y[o0 + j];
-            }
-            float mx = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : mx)
-            for (int64_t j = 0; j < cols; ++j) mx = std::max(mx, x[j]);
-            float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-            for (int64_t j = 0; j < cols; ++j) sum += rnn_math::fast_exp(x[j] - mx);
-            pmax[i * U + unit] = mx;
-            psum[i * U + unit] = sum;
+            const Stats st = bias_max_sumexp(x, b_y ? b_y + o0 : nullptr, cols);
+            pmax[i * U + unit] = st.max;
+            psum[i * U + unit] = st.sum;
             TopKList list{ttok + i * k, tval + i * k, k, tn[i]};
             top_k_add(list, x, cols, int(o0));
             tn[i] = list.n;
@@ -305,15 +356,7 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
       float* mval = merge_val_.data() + int64_t(t) * nt * k;
       int64_t* order = merge_ord_.data() + int64_t(t) * nt * k;
       for (int64_t i = mine.begin; i < mine.end; ++i) {
-        const float* rm = pmax + i * U;
-        const float* rs = psum + i * U;
-        float mx = -std::numeric_limits<float>::infinity();
-#pragma omp simd reduction(max : mx)
-        for (int64_t v = 0; v < U; ++v) mx = std::max(mx, rm[v]);
-        float sum = 0.0f;
-#pragma omp simd reduction(+ : sum)
-        for (int64_t v = 0; v < U; ++v) sum += rs[v] * rnn_math::fast_exp(rm[v] - mx);
-        const float lse = mx + std::log(sum);
+        const float lse = lse_of_tiles(pmax + i * U, psum + i * U, U);
         int64_t c = 0;
         for (int th = 0; th < nt; ++th) {
           const int64_t n = top_n_[size_t(th * N + i)];
