@@ -46,6 +46,7 @@ inline vf min(vf a, vf b) { return _mm512_min_ps(a, b); }
 inline vmask lt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_LT_OQ); }
 inline vmask eq(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
 inline vf select(vmask m, vf if_true, vf if_false) { return _mm512_mask_blend_ps(m, if_false, if_true); }
+inline unsigned bits(vmask m) { return unsigned(m); }  // lane i set -> bit i
 inline float reduce_add(vf v) { return _mm512_reduce_add_ps(v); }
 // lane index 0..15 as floats
 inline vf iota() { return _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); }
@@ -75,6 +76,7 @@ inline vf min(vf a, vf b) { return _mm256_min_ps(a, b); }
 inline vmask lt(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_LT_OQ); }
 inline vmask eq(vf a, vf b) { return _mm256_cmp_ps(a, b, _CMP_EQ_OQ); }
 inline vf select(vmask m, vf if_true, vf if_false) { return _mm256_blendv_ps(if_false, if_true, m); }
+inline unsigned bits(vmask m) { return unsigned(_mm256_movemask_ps(m)); }  // lane i set -> bit i
 inline float reduce_add(vf v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -106,6 +108,7 @@ inline vf min(vf a, vf b) { return a < b ? a : b; }
 inline vmask lt(vf a, vf b) { return a < b; }
 inline vmask eq(vf a, vf b) { return a == b; }
 inline vf select(vmask m, vf if_true, vf if_false) { return m ? if_true : if_false; }
+inline unsigned bits(vmask m) { return m ? 1u : 0u; }
 inline float reduce_add(vf v) { return v; }
 inline vf iota() { return 0.0f; }
 inline vf scale_pow2(vf x, vf n) { return std::ldexp(x, int(n)); }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -10,8 +11,6 @@
 
 namespace attn::decode {
 namespace {
-
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 void check(const models::Seq2SeqModel& model, const Tensor& src, const std::vector<int64_t>& lengths,
            const SearchOptions& o) {
@@ -42,12 +41,6 @@ void append_attention(std::vector<float>& dst, const Tensor& weights, int64_t ro
   dst.insert(dst.end(), w, w + src_len);
 }
 
-Tensor ids_tensor(const std::vector<int>& ids) {
-  Tensor t = Tensor::empty({int64_t(ids.size())});
-  for (size_t i = 0; i < ids.size(); ++i) t.data()[i] = float(ids[i]);
-  return t;
-}
-
 }  // namespace
 
 std::vector<SearchResult> greedy_search(const models::Seq2SeqModel& model, const Tensor& src,
@@ -58,22 +51,20 @@ std::vector<SearchResult> greedy_search(const models::Seq2SeqModel& model, const
   std::vector<SearchResult> results(static_cast<size_t>(B));
   std::vector<Hypothesis> hyp(static_cast<size_t>(B));
   models::Encoded e = model.encode(src, lengths);
-  models::EncoderMemory memory = e.memory;
+  std::unique_ptr<models::StepDecoder> decoder = model.decoder(e.memory, B);
   models::DecoderState state = e.state;
   std::vector<int64_t> sent(static_cast<size_t>(B));  // decoder row -> sentence
   for (int64_t b = 0; b < B; ++b) sent[size_t(b)] = b;
   std::vector<int> prev(static_cast<size_t>(B), data::kBos);
   while (!sent.empty()) {
-    models::StepOutput out = model.step(memory, state, ids_tensor(prev));
-    const int64_t V = out.log_probs.size(1);
+    const models::StepTop& out = decoder->step(sent, state, prev, 1);  // each row's first maximum
     std::vector<int64_t> keep;
     std::vector<int> next;
     for (size_t i = 0; i < sent.size(); ++i) {
       const int64_t b = sent[i];
       Hypothesis& h = hyp[size_t(b)];
-      const float* lp = out.log_probs.data() + int64_t(i) * V;
-      const int best = int(std::max_element(lp, lp + V) - lp);  // first maximum
-      h.log_prob += double(lp[best]);
+      const int best = out.tokens[i];
+      h.log_prob += double(out.log_probs[i]);
       if (o.alignments) append_attention(h.attention, out.weights, int64_t(i), lengths[size_t(b)]);
       if (best == data::kEos) {
         h.finished = true;
@@ -85,9 +76,8 @@ std::vector<SearchResult> greedy_search(const models::Seq2SeqModel& model, const
       next.push_back(best);
     }
     if (keep.size() == sent.size()) {
-      state = std::move(out.state);
+      state = out.state;
     } else if (!keep.empty()) {  // finished sentences leave the batch
-      memory = models::select_rows(memory, keep);
       state = models::select_rows(out.state, keep);
       std::vector<int64_t> s2;
       for (int64_t i : keep) s2.push_back(sent[size_t(i)]);
@@ -113,19 +103,16 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
   std::vector<SearchResult> results(static_cast<size_t>(B));
   std::vector<std::vector<Hypothesis>> finished(static_cast<size_t>(B));
   models::Encoded e = model.encode(src, lengths);
-  // Rows a * K + k hold beam k of active sentence act[a]; all K rows of a
-  // sentence share its encoder memory.
-  std::vector<int64_t> act(static_cast<size_t>(B)), expand;
-  for (int64_t b = 0; b < B; ++b) {
-    act[size_t(b)] = b;
-    for (int64_t k = 0; k < K; ++k) expand.push_back(b);
-  }
-  models::EncoderMemory memory = models::select_rows(e.memory, expand);
-  models::DecoderState state = models::select_rows(e.state, expand);
-  std::vector<Hypothesis> beams(static_cast<size_t>(B * K));
-  for (int64_t r = 0; r < B * K; ++r)
-    if (r % K) beams[size_t(r)].log_prob = kNegInf;  // only beam 0 is live at the start
-  std::vector<int> prev(static_cast<size_t>(B * K), data::kBos);
+  std::unique_ptr<models::StepDecoder> decoder = model.decoder(e.memory, B * K);
+  // Decoder rows hold the live hypotheses only, each sentence's contiguous and
+  // in rank order; rows[r] is row r's sentence. A sentence starts with one row
+  // (its K beams would all be the same BOS hypothesis, and only one is ever
+  // extended) and has up to K afterwards.
+  std::vector<int64_t> act(static_cast<size_t>(B)), rows(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) act[size_t(b)] = rows[size_t(b)] = b;
+  models::DecoderState state = e.state;
+  std::vector<Hypothesis> beams(static_cast<size_t>(B));
+  std::vector<int> prev(static_cast<size_t>(B), data::kBos);
 
   struct Candidate {
     double score;  // log_prob of the extended hypothesis
@@ -140,33 +127,27 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
     return a.token < b.token;
   };
   std::vector<Candidate> cands;
-  std::vector<int> top;
   for (int64_t step = 0; !act.empty(); ++step) {
-    models::StepOutput out = model.step(memory, state, ids_tensor(prev));
-    const int64_t V = out.log_probs.size(1);
-    const int64_t want = std::min<int64_t>(2 * K, V);
-    std::vector<int64_t> parents, next_act, memory_rows;
+    // the best 2K extensions of each row: the sentence's best 2K are among them
+    const int64_t want = std::min<int64_t>(2 * K, model.config().tgt_vocab);
+    const models::StepTop& out = decoder->step(rows, state, prev, want);
+    std::vector<int64_t> parents, next_act, next_rows;
     std::vector<Hypothesis> next_beams;
     std::vector<int> next_prev;
+    size_t r0 = 0;  // the first row of act[a]
     for (size_t a = 0; a < act.size(); ++a) {
       const int64_t b = act[a], src_len = lengths[size_t(b)];
-      // the best 2K extensions over the sentence's K beams x V tokens
+      size_t r1 = r0;
+      while (r1 < rows.size() && rows[r1] == b) ++r1;
       cands.clear();
-      for (int64_t k = 0; k < K; ++k) {
-        const int64_t r = int64_t(a) * K + k;
-        const double base = beams[size_t(r)].log_prob;
-        if (base == kNegInf) continue;
-        // top `want` tokens of the row: one scan, a small sorted list (lp desc, token asc)
-        const float* lp = out.log_probs.data() + r * V;
-        top.clear();
-        for (int64_t v = 0; v < V; ++v) {
-          if (int64_t(top.size()) == want && !(lp[v] > lp[top.back()])) continue;
-          if (int64_t(top.size()) == want) top.pop_back();
-          auto pos = std::upper_bound(top.begin(), top.end(), int(v), [&](int x, int y) { return lp[x] > lp[y]; });
-          top.insert(pos, int(v));
+      for (size_t r = r0; r < r1; ++r) {
+        const double base = beams[r].log_prob;
+        for (int64_t j = 0; j < want; ++j) {
+          const float lp = out.log_probs[r * size_t(want) + size_t(j)];
+          cands.push_back({base + double(lp), lp, int64_t(r), out.tokens[r * size_t(want) + size_t(j)]});
         }
-        for (int v : top) cands.push_back({base + double(lp[v]), lp[v], r, v});
       }
+      r0 = r1;
       std::sort(cands.begin(), cands.end(), better);
       if (int64_t(cands.size()) > want) cands.resize(size_t(want));
       const bool at_limit = step + 1 >= max_steps(o, src_len);
@@ -212,25 +193,19 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
         results[size_t(b)].hypotheses = std::move(f);
         continue;
       }
-      // fewer than K live extensions (tiny vocabularies): dead rows fill the beam
-      while (int64_t(cont.size()) < K) {
-        Hypothesis dead;
-        dead.log_prob = kNegInf;
-        cont.push_back(dead);
-        cont_parent.push_back(cont_parent.front());
-      }
+      // the live continuations (fewer than K only with a tiny vocabulary) become the sentence's rows
       next_act.push_back(b);
-      for (int64_t k = 0; k < K; ++k) {
-        memory_rows.push_back(int64_t(a) * K);
-        parents.push_back(cont_parent[size_t(k)]);
-        next_prev.push_back(cont[size_t(k)].tokens.empty() ? data::kBos : cont[size_t(k)].tokens.back());
-        next_beams.push_back(std::move(cont[size_t(k)]));
+      for (size_t k = 0; k < cont.size(); ++k) {
+        next_rows.push_back(b);
+        parents.push_back(cont_parent[k]);
+        next_prev.push_back(cont[k].tokens.back());
+        next_beams.push_back(std::move(cont[k]));
       }
     }
     if (next_act.empty()) break;
     state = models::select_rows(out.state, parents);
-    if (next_act.size() != act.size()) memory = models::select_rows(memory, memory_rows);
     act = std::move(next_act);
+    rows = std::move(next_rows);
     beams = std::move(next_beams);
     prev = std::move(next_prev);
   }

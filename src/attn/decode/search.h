@@ -3,10 +3,12 @@
 // Legend: B sentences, K beam size, N decoder rows (B for greedy, B_active * K
 // for beam search), S padded source length, V target vocabulary.
 //
-// Both searches run the model one step at a time for all unfinished
-// sentences together; a sentence that finishes leaves the batch (its rows are
-// dropped from the encoder memory and the decoder state), so late steps cost
-// only what the long sentences need.
+// Both searches run the model's StepDecoder (models/seq2seq.h) one step at a
+// time for all unfinished sentences together; a sentence that finishes leaves
+// the batch (its rows are dropped from the decoder state; decoder rows name
+// their sentence, so the encoder memory is never copied), so late steps cost
+// only what the long sentences need. Beam search keeps live hypotheses only:
+// one row per sentence at the first step, at most K after.
 //
 // Scores: log_prob is the sum of log p over the emitted tokens including EOS;
 // score = log_prob / length^length_penalty with length = tokens + 1 (EOS) for a

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attn/attention/simd.h"
+#include "attn/models/vocab_topk.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
 
@@ -159,12 +160,14 @@ Tensor log_softmax_rows(const Tensor& logits) {
     throw std::invalid_argument("log_softmax_rows: expects logits [N, V], got " +
                                 (logits.defined() ? logits.shape().str() : std::string("undefined")));
   const int64_t N = logits.size(0), V = logits.size(1);
-  Tensor out = logits.clone();
+  Tensor out = Tensor::empty({N, V});
 #pragma omp parallel for schedule(static) if (N * V > kParallelGrain)
   for (int64_t i = 0; i < N; ++i) {
     float* row = out.data() + i * V;
     const float* in = logits.data() + i * V;
-    const float lse = softmax_row(row, V).lse;  // row = p; log p = logit - lse (exact where p underflows)
+    // log p = logit - lse (exact where p underflows); the searches' fused top-k
+    // (vocab_topk.h) computes the same lse, so both give identical log p
+    const float lse = log_sum_exp_row(in, V);
     for (int64_t c = 0; c < V; ++c) row[c] = in[c] - lse;
   }
   return out;

@@ -6,6 +6,7 @@
 #include "attn/models/model_parts.h"
 #include "attn/models/output_loss.h"
 #include "attn/models/rnnsearch_decoder.h"
+#include "attn/models/rnnsearch_search.h"
 
 namespace attn::models {
 
@@ -95,6 +96,17 @@ StepOutput RnnSearch::step(const EncoderMemory& m, const DecoderState& state, co
   out.weights = r.weights;
   out.state.tensors = {r.s};
   return out;
+}
+
+std::unique_ptr<StepDecoder> RnnSearch::decoder(const EncoderMemory& memory, int64_t max_rows) const {
+  if (is_training()) throw std::logic_error("rnnsearch decoder: the model is in training mode (dropout active)");
+  RnnSearchStepWeights w;
+  w.embed = tgt_embed_->weight;
+  w.W_a = query_w_, w.v = score_v_;
+  w.w_ih = decoder_->weight_ih, w.w_hh = decoder_->weight_hh, w.b_ih = decoder_->bias_ih, w.b_hh = decoder_->bias_hh;
+  w.w_o = readout_->weight, w.b_o = readout_->bias;
+  w.w_y = out_w_, w.b_y = out_b_;
+  return make_rnnsearch_decoder(w, memory, max_rows);
 }
 
 Tensor RnnSearch::forced_features(const data::Seq2SeqBatch& b) const {

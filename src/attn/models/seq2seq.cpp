@@ -8,6 +8,7 @@
 #include "attn/models/model_parts.h"
 #include "attn/models/output_loss.h"
 #include "attn/models/rnnsearch.h"
+#include "attn/models/vocab_topk.h"
 
 namespace attn::models {
 
@@ -24,6 +25,50 @@ Tensor Seq2SeqModel::loss(const data::Seq2SeqBatch& b, const LossOptions& option
   ce.label_smoothing = options.label_smoothing;
   OutputLayer out = output_layer();
   return output_cross_entropy(features, out.weight, out.bias, targets.view({targets.numel()}), ce);
+}
+
+namespace {
+
+// Seq2SeqModel::decoder()'s default: step() over the selected memory rows,
+// then the top k of each row of its log-probabilities.
+class StepwiseDecoder final : public StepDecoder {
+public:
+  StepwiseDecoder(const Seq2SeqModel& model, const EncoderMemory& memory) : model_(model), memory_(memory) {}
+
+  const StepTop& step(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
+                      int64_t k) override {
+    if (prev.size() != rows.size()) throw std::invalid_argument("decoder step: rows and prev differ in size");
+    if (rows != rows_ || !selected_.values.defined()) {  // the search changed the row -> sentence map
+      selected_ = select_rows(memory_, rows);
+      rows_ = rows;
+    }
+    Tensor ids = Tensor::empty({int64_t(prev.size())});
+    for (size_t i = 0; i < prev.size(); ++i) ids.data()[i] = float(prev[i]);
+    StepOutput o = model_.step(selected_, state, ids);
+    const int64_t N = int64_t(rows.size()), V = o.log_probs.size(1);
+    if (k < 1 || k > V) throw std::invalid_argument("decoder step: k " + std::to_string(k) + " outside [1, V]");
+    out_.k = k;
+    out_.tokens.resize(size_t(N * k));
+    out_.log_probs.resize(size_t(N * k));
+    for (int64_t i = 0; i < N; ++i)
+      top_k_row(o.log_probs.data() + i * V, V, 0.0f, k, out_.tokens.data() + i * k, out_.log_probs.data() + i * k);
+    out_.weights = o.weights;
+    out_.state = std::move(o.state);
+    return out_;
+  }
+
+private:
+  const Seq2SeqModel& model_;
+  EncoderMemory memory_, selected_;
+  std::vector<int64_t> rows_;
+  StepTop out_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepDecoder> Seq2SeqModel::decoder(const EncoderMemory& memory, int64_t max_rows) const {
+  (void)max_rows;
+  return std::make_unique<StepwiseDecoder>(*this, memory);
 }
 
 std::unique_ptr<Seq2SeqModel> make_model(const ModelConfig& config, Rng& init, uint64_t dropout_seed) {

@@ -47,6 +47,31 @@ struct StepOutput {
   DecoderState state;  // the state after consuming the previous token
 };
 
+// One search step as the searches consume it (StepDecoder::step): per row,
+// only the k most probable next tokens.
+struct StepTop {
+  int64_t k = 0;                 // tokens kept per row
+  std::vector<int> tokens;       // [N * k] row i's best tokens at [i * k, i * k + k): logit (so log p) descending, ties by lower id
+  std::vector<float> log_probs;  // [N * k] their log p(y_t | y_<t, x), as step()'s log_probs
+  Tensor weights;                // [N, S] attention weights of this step (zeros past each length)
+  DecoderState state;            // the state after consuming the previous token
+};
+
+// A model's decoder prepared for one search over one encoded batch (weights
+// laid out for the row count, buffers reused from step to step); made by
+// Seq2SeqModel::decoder(). Decoder rows read the encoder memory through a
+// row -> sentence map, so beams and finished sentences never copy the memory.
+class StepDecoder {
+public:
+  virtual ~StepDecoder() = default;
+  // One step for N rows: rows [N] the sentence (row of the memory given to
+  // decoder()) each decoder row belongs to, state with N rows, prev [N] the
+  // previous tokens (BOS at the first step), k in [1, V]. The result is valid
+  // until the next call. Throws std::invalid_argument on inconsistent sizes.
+  virtual const StepTop& step(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
+                              int64_t k) = 0;
+};
+
 struct LossOptions {
   float label_smoothing = 0.0f;  // PyTorch's label_smoothing of cross-entropy
 };
@@ -60,6 +85,13 @@ public:
 
   // One decoder step for N rows: prev [N] ids (BOS at the first step).
   virtual StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev) const = 0;
+
+  // A decoder for searches over `memory` (as encode() returned it, B sentences)
+  // with at most max_rows decoder rows per step. The default runs step() on
+  // the memory rows that the step's rows select and takes the top k of its
+  // log-probabilities; RnnSearch fuses the whole step (rnnsearch_search.h).
+  // No autograd: call it under NoGradGuard, with the model in eval mode.
+  virtual std::unique_ptr<StepDecoder> decoder(const EncoderMemory& memory, int64_t max_rows) const;
 
   // Teacher forcing: the features the vocabulary projection reads, for every
   // target position, time-major: b.tgt_in [B, T] -> [T * B, R] (row t * B + b

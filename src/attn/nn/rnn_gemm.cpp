@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 namespace attn::rnn_gemm {
 namespace {
@@ -124,21 +125,36 @@ PackedWeight pack(const float* w, int64_t K, int64_t width) {
   return p;
 }
 
+namespace {
+
+// rows i < m of one panel's first `cols` columns
+void panel_rows(int64_t m, const float* a, int64_t lda, const PackedWeight& b, const float* panel, int64_t cols,
+                float* c, int64_t ldc, bool accumulate) {
+  int64_t i = 0;
+  for (; i + kMaxRows <= m; i += kMaxRows)
+    micro_kernel<kMaxRows>(b.K, a + i * lda, lda, panel, c + i * ldc, ldc, cols, accumulate);
+  if (i < m) kKernels[m - i](b.K, a + i * lda, lda, panel, c + i * ldc, ldc, cols, accumulate);
+}
+
+}  // namespace
+
 void gemm_packed(int64_t m, const float* a, int64_t lda, const PackedWeight& b, int64_t k0, int64_t k1, float* c,
                  int64_t ldc, bool accumulate) {
   check_slice(b, k0, k1);
   // Panel outer, rows inner: a panel (K x 32 floats) stays in L1/L2 while the
   // rows of A stream past it.
   for (int64_t g = 0; g < b.groups; ++g)
-    for (int64_t col = k0; col < k1; col += kPanel) {
-      const float* panel = b.panel(g, col / kPanel);
-      const int64_t cols = std::min(kPanel, k1 - col);
-      float* cp = c + g * b.width + col;
-      int64_t i = 0;
-      for (; i + kMaxRows <= m; i += kMaxRows)
-        micro_kernel<kMaxRows>(b.K, a + i * lda, lda, panel, cp + i * ldc, ldc, cols, accumulate);
-      if (i < m) kKernels[m - i](b.K, a + i * lda, lda, panel, cp + i * ldc, ldc, cols, accumulate);
-    }
+    for (int64_t col = k0; col < k1; col += kPanel)
+      panel_rows(m, a, lda, b, b.panel(g, col / kPanel), std::min(kPanel, k1 - col), c + g * b.width + col, ldc,
+                 accumulate);
+}
+
+void gemm_panel(int64_t m, const float* a, int64_t lda, const PackedWeight& b, int64_t group, int64_t block, float* c,
+                int64_t ldc, bool accumulate) {
+  if (group < 0 || group >= b.groups || block < 0 || block >= b.blocks)
+    throw std::invalid_argument("gemm_panel: panel (" + std::to_string(group) + ", " + std::to_string(block) +
+                                ") outside " + std::to_string(b.groups) + " x " + std::to_string(b.blocks));
+  panel_rows(m, a, lda, b, b.panel(group, block), std::min(kPanel, b.width - block * kPanel), c, ldc, accumulate);
 }
 
 }  // namespace attn::rnn_gemm

@@ -41,4 +41,10 @@ PackedWeight pack(const float* w, int64_t K, int64_t width);
 void gemm_packed(int64_t m, const float* a, int64_t lda, const PackedWeight& b, int64_t k0, int64_t k1, float* c,
                  int64_t ldc, bool accumulate);
 
+// One panel: C[i, j] (+)= sum_k A[i, k] B[k, g*width + block*kPanel + j] for rows
+// i < m and j < min(kPanel, width - block*kPanel), C relative to the panel (a
+// caller's small tile, e.g. to post-process it while it is in L1).
+void gemm_panel(int64_t m, const float* a, int64_t lda, const PackedWeight& b, int64_t group, int64_t block, float* c,
+                int64_t ldc, bool accumulate);
+
 }  // namespace attn::rnn_gemm

@@ -1,0 +1,380 @@
+// The fused RNNsearch search step (see the header).
+#include "attn/models/rnnsearch_search.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+
+#include "attn/attention/additive_kernels.h"
+#include "attn/attention/simd.h"
+#include "attn/models/vocab_topk.h"
+#include "attn/nn/rnn_kernels.h"
+#include "attn/nn/rnn_math.h"
+#include "attn/nn/step_linear.h"
+#include "attn/tensor/threading.h"
+
+namespace attn::models {
+namespace {
+
+std::string shp(const Tensor& t) { return t.defined() ? t.shape().str() : "undefined"; }
+
+// GCC 12 reports the _mm256_undefined_pd() operand inside _mm512_reduce_add_ps
+// as uninitialised where it inlines here (the false positive simd.h describes).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+// A step goes parallel from this many multiply-adds on (all rows together):
+// below it one thread finishes before a second one would have woken up.
+constexpr int64_t kParallelMacs = int64_t(1) << 17;
+
+float reduce_max(attention::simd::vf v) {
+#if defined(__AVX512F__)
+  return _mm512_reduce_max_ps(v);
+#else
+  alignas(64) float lanes[attention::simd::kLanes];
+  attention::simd::store(lanes, v);
+  float m = lanes[0];
+  for (int l = 1; l < attention::simd::kLanes; ++l) m = std::max(m, lanes[l]);
+  return m;
+#endif
+}
+
+// x [n] += b [n]; then the max of x and sum_j exp(x_j - max): the statistics of
+// one row of a logits tile, or of a row's tiles (then with weights, see lse_of_tiles).
+struct Stats {
+  float max, sum;
+};
+Stats bias_max_sumexp(float* x, const float* b, int64_t n) {
+  using namespace attention::simd;
+  int64_t j = 0;
+  vf vmx = set1(-std::numeric_limits<float>::infinity());
+  for (; j + kLanes <= n; j += kLanes) {
+    vf v = load(x + j);
+    if (b) store(x + j, v = add(v, load(b + j)));
+    vmx = max(vmx, v);
+  }
+  float mx = reduce_max(vmx);
+  for (int64_t t = j; t < n; ++t) mx = std::max(mx, x[t] += b ? b[t] : 0.0f);
+  const vf vm = set1(mx);
+  vf vs = zero();
+  for (j = 0; j + kLanes <= n; j += kLanes) vs = add(vs, attention::simd::exp(sub(load(x + j), vm)));
+  float sum = reduce_add(vs);
+  for (; j < n; ++j) sum += std::exp(x[j] - mx);
+  return {mx, sum};
+}
+
+// log sum exp of a row from its tiles' (max, sum exp(x - max)), combined in tile order.
+float lse_of_tiles(const float* tmax, const float* tsum, int64_t n) {
+  using namespace attention::simd;
+  int64_t j = 0;
+  vf vmx = set1(-std::numeric_limits<float>::infinity());
+  for (; j + kLanes <= n; j += kLanes) vmx = max(vmx, load(tmax + j));
+  float mx = reduce_max(vmx);
+  for (int64_t t = j; t < n; ++t) mx = std::max(mx, tmax[t]);
+  const vf vm = set1(mx);
+  vf vs = zero();
+  for (j = 0; j + kLanes <= n; j += kLanes)
+    vs = fmadd(load(tsum + j), attention::simd::exp(sub(load(tmax + j), vm)), vs);
+  float sum = reduce_add(vs);
+  for (; j < n; ++j) sum += tsum[j] * std::exp(tmax[j] - mx);
+  return mx + std::log(sum);
+}
+
+class RnnSearchStepDecoder final : public StepDecoder {
+public:
+  RnnSearchStepDecoder(const RnnSearchStepWeights& w, const EncoderMemory& m, int64_t max_rows, StepPacking packing);
+  const StepTop& step(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
+                      int64_t k) override;
+
+private:
+  void reserve(int64_t rows);
+  // Row i of sentence b: attention weights and context from qp_ row i.
+  void attend(int64_t i, int64_t b);
+
+  RnnSearchStepWeights w_;
+  Tensor keys_, values_, b_ih_, b_hh_;
+  std::vector<int64_t> len_;  // [B] source lengths
+  int64_t B_, S_, A_, Dv_, E_, Hd_, G_, R_, V_;
+  int64_t Xo_, Xi_;  // row widths of xo_ = [s'; c; emb] (the readout's input) and xi_ = [emb; c] (the GRU's)
+  int64_t macs_per_row_;
+  nn::StepLinear q_, hh_, ih_, o_, y_;  // W_a, W_hh, W_ih, W_o, W_y
+  int64_t cap_ = 0;                     // rows the buffers hold
+  Tensor xo_, xi_, qp_, gh_, gx_, ghn_, t_, weights_;
+  Tensor part_max_, part_sum_;  // [rows, units of W_y]: max and sum exp(logit - max) of each 32-logit tile
+  std::vector<float*> y_rows_, next_rows_;
+  // per thread and row: the k best logits of the thread's tiles; per thread: a merge buffer
+  std::vector<int> top_tok_, merge_tok_;
+  std::vector<int64_t> merge_ord_;
+  std::vector<float> top_val_, merge_val_;
+  std::vector<int64_t> top_n_;
+  StepTop out_;
+};
+
+RnnSearchStepDecoder::RnnSearchStepDecoder(const RnnSearchStepWeights& w, const EncoderMemory& m, int64_t max_rows,
+                                           StepPacking packing)
+    : w_(w), keys_(m.keys), values_(m.values) {
+  auto fits = [](const Tensor& t, std::initializer_list<int64_t> dims) {
+    if (!t.defined() || t.dim() != int(dims.size())) return false;
+    int axis = 0;
+    for (int64_t d : dims)
+      if (t.size(axis++) != d) return false;
+    return true;
+  };
+  bool ok = w.embed.defined() && w.W_a.defined() && w.w_hh.defined() && w.w_o.defined() && w.w_y.defined() &&
+            keys_.defined() && values_.defined() && m.lengths.defined() && w.embed.dim() == 2 && w.W_a.dim() == 2 &&
+            w.w_hh.dim() == 2 && w.w_o.dim() == 2 && w.w_y.dim() == 2 && keys_.dim() == 3 && values_.dim() == 3;
+  if (ok) {
+    V_ = w.embed.size(0), E_ = w.embed.size(1), A_ = w.W_a.size(0), Hd_ = w.W_a.size(1), G_ = 3 * Hd_;
+    B_ = keys_.size(0), S_ = keys_.size(1), Dv_ = values_.size(2), R_ = w.w_o.size(0);
+    Xo_ = Hd_ + Dv_ + E_, Xi_ = E_ + Dv_;
+    ok = fits(w.v, {A_}) && fits(w.w_ih, {G_, Xi_}) && fits(w.w_hh, {G_, Hd_}) && fits(w.w_o, {R_, Xo_}) &&
+         fits(w.w_y, {V_, R_}) && fits(keys_, {B_, S_, A_}) && fits(values_, {B_, S_, Dv_}) &&
+         fits(m.lengths, {B_}) && (!w.b_ih.defined() || fits(w.b_ih, {G_})) &&
+         (!w.b_hh.defined() || fits(w.b_hh, {G_})) && (!w.b_o.defined() || fits(w.b_o, {R_})) &&
+         (!w.b_y.defined() || fits(w.b_y, {V_}));
+  }
+  if (!ok)
+    throw std::invalid_argument(
+        "rnnsearch decoder: embed " + shp(w.embed) + ", W_a " + shp(w.W_a) + ", v " + shp(w.v) + ", w_ih " +
+        shp(w.w_ih) + ", w_hh " + shp(w.w_hh) + ", w_o " + shp(w.w_o) + ", w_y " + shp(w.w_y) + ", keys " +
+        shp(keys_) + ", values " + shp(values_) + ", lengths " + shp(m.lengths) +
+        " (expects embed [V, E], W_a [A, Hd], v [A], w_ih [3Hd, E + Dv], w_hh [3Hd, Hd], w_o [R, Hd + Dv + E], "
+        "w_y [V, R], keys [B, S, A], values [B, S, Dv], lengths [B], biases of the output sizes)");
+  for (int64_t b = 0; b < B_; ++b) {
+    const float l = m.lengths.data()[b];
+    if (!(l >= 0.0f && l <= float(S_)) || l != std::floor(l))
+      throw std::invalid_argument("rnnsearch decoder: length " + std::to_string(l) + " outside [0, " +
+                                  std::to_string(S_) + "]");
+    len_.push_back(int64_t(l));
+  }
+  b_ih_ = w.b_ih.defined() ? w.b_ih : Tensor::zeros({G_});
+  b_hh_ = w.b_hh.defined() ? w.b_hh : Tensor::zeros({G_});
+  macs_per_row_ = A_ * Hd_ + G_ * Hd_ + G_ * Xi_ + R_ * Xo_ + V_ * R_ + S_ * (A_ + Dv_);
+  const bool packed = packing == StepPacking::Packed || (packing == StepPacking::Auto && max_rows >= kPackRows);
+  q_ = nn::StepLinear(w.W_a, packed);
+  hh_ = nn::StepLinear(w.w_hh, packed);
+  ih_ = nn::StepLinear(w.w_ih, packed);
+  o_ = nn::StepLinear(w.w_o, packed);
+  y_ = nn::StepLinear(w.w_y, packed);
+  reserve(std::max<int64_t>(1, max_rows));
+}
+
+void RnnSearchStepDecoder::reserve(int64_t rows) {
+  if (rows <= cap_) return;
+  cap_ = rows;
+  xo_ = Tensor::empty({rows, Xo_});
+  xi_ = Tensor::empty({rows, Xi_});
+  qp_ = Tensor::empty({rows, A_});
+  gh_ = Tensor::empty({rows, G_});
+  gx_ = Tensor::empty({rows, G_});
+  ghn_ = Tensor::empty({rows, Hd_});
+  t_ = Tensor::empty({rows, R_});
+  weights_ = Tensor::empty({rows, S_});
+  part_max_ = Tensor::empty({rows, y_.units()});
+  part_sum_ = Tensor::empty({rows, y_.units()});
+  y_rows_.resize(size_t(rows));
+  next_rows_.resize(size_t(rows));
+}
+
+void RnnSearchStepDecoder::attend(int64_t i, int64_t b) {
+  const int64_t L = len_[size_t(b)], S = S_, A = A_, Dv = Dv_;
+  const float* q = qp_.data() + i * A;
+  const float* kb = keys_.data() + b * S * A;
+  const float* hb = values_.data() + b * S * Dv;
+  const float* v = w_.v.data();
+  float* wr = weights_.data() + i * S;
+  // e_j = v^T tanh(W_a s + U h_j + b_U); a = softmax over j < L
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < L; ++j) mx = std::max(mx, wr[j] = attention::detail::score_row(q, kb + j * A, v, A));
+  float sum = 0.0f;
+  for (int64_t j = 0; j < L; ++j) sum += (wr[j] = std::exp(wr[j] - mx));
+  const float inv = L > 0 ? 1.0f / sum : 0.0f;
+  for (int64_t j = 0; j < L; ++j) wr[j] *= inv;
+  std::fill(wr + L, wr + S, 0.0f);
+  // c = sum_j a_j h_j, four annotations per pass over c; into both input rows
+  float* c = xo_.data() + i * Xo_ + Hd_;
+  std::fill(c, c + Dv, 0.0f);
+  int64_t j = 0;
+  for (; j + 4 <= L; j += 4) {
+    const float a0 = wr[j], a1 = wr[j + 1], a2 = wr[j + 2], a3 = wr[j + 3];
+    const float *h0 = hb + j * Dv, *h1 = h0 + Dv, *h2 = h1 + Dv, *h3 = h2 + Dv;
+#pragma omp simd
+    for (int64_t d = 0; d < Dv; ++d) c[d] += a0 * h0[d] + a1 * h1[d] + a2 * h2[d] + a3 * h3[d];
+  }
+  for (; j < L; ++j) {
+    const float a = wr[j];
+    const float* h = hb + j * Dv;
+#pragma omp simd
+    for (int64_t d = 0; d < Dv; ++d) c[d] += a * h[d];
+  }
+  std::memcpy(xi_.data() + i * Xi_ + E_, c, size_t(Dv) * sizeof(float));
+}
+
+const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, const DecoderState& state,
+                                          const std::vector<int>& prev, int64_t k) {
+  const int64_t N = int64_t(rows.size());
+  if (state.tensors.size() != 1 || !state.tensors[0].defined() || state.tensors[0].dim() != 2 ||
+      state.tensors[0].size(0) != N || state.tensors[0].size(1) != Hd_ || int64_t(prev.size()) != N)
+    throw std::invalid_argument("rnnsearch decoder step: expects state {s [N, Hd]} and prev [N] for N = " +
+                                std::to_string(N) + " rows");
+  if (k < 1 || k > V_) throw std::invalid_argument("rnnsearch decoder step: k " + std::to_string(k) + " outside [1, V]");
+  for (int64_t i = 0; i < N; ++i) {
+    if (rows[size_t(i)] < 0 || rows[size_t(i)] >= B_)
+      throw std::invalid_argument("rnnsearch decoder step: row of sentence " + std::to_string(rows[size_t(i)]) +
+                                  " outside [0, " + std::to_string(B_) + ")");
+    if (prev[size_t(i)] < 0 || prev[size_t(i)] >= V_)
+      throw std::invalid_argument("rnnsearch decoder step: token " + std::to_string(prev[size_t(i)]) +
+                                  " outside [0, " + std::to_string(V_) + ")");
+  }
+  reserve(N);
+  Tensor s_new = Tensor::empty({N, Hd_});
+  for (int64_t i = 0; i < N; ++i) {
+    y_rows_[size_t(i)] = xo_.data() + i * Xo_;  // s' is the first part of the readout input ...
+    next_rows_[size_t(i)] = s_new.data() + i * Hd_;  // ... and the next state
+  }
+  out_.k = k;
+  out_.tokens.resize(size_t(N * k));
+  out_.log_probs.resize(size_t(N * k));
+
+  const float* s = state.tensors[0].data();
+  const float* emb_table = w_.embed.data();
+  const float* b_o = w_.b_o.defined() ? w_.b_o.data() : nullptr;
+  const float* b_y = w_.b_y.defined() ? w_.b_y.data() : nullptr;
+  float *xo = xo_.data(), *xi = xi_.data(), *qp = qp_.data(), *gh = gh_.data(), *gx = gx_.data(), *tt = t_.data();
+  const int64_t E = E_, Hd = Hd_, Dv = Dv_, G = G_, R = R_, A = A_, Xo = Xo_, Xi = Xi_, U = y_.units();
+  const bool par = num_threads() > 1 && N * macs_per_row_ >= kParallelMacs;
+  const int64_t max_threads = par ? num_threads() : 1;
+  top_tok_.resize(size_t(max_threads * N * k));
+  top_val_.resize(size_t(max_threads * N * k));
+  top_n_.resize(size_t(max_threads * N));
+  merge_tok_.resize(size_t(max_threads * max_threads * k));
+  merge_val_.resize(size_t(max_threads * max_threads * k));
+  merge_ord_.resize(size_t(max_threads * max_threads * k));
+  float *pmax = part_max_.data(), *psum = part_sum_.data();
+  const int64_t uq = q_.units(), kGruChunk = 64;
+  // Work is handed out in small chunks (schedule dynamic), so that a thread that
+  // shares its core with another process takes fewer chunks instead of holding
+  // up the barrier (statically split, such a step ran 1.6x slower on 2 threads
+  // than on 1). Every chunk's result is the same whichever thread computes it.
+#pragma omp parallel if (par)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    // 1. emb = E[y] into both input rows; qp = s W_a^T and gh = s W_hh^T (one loop over both products' columns)
+#pragma omp for schedule(dynamic, 16) nowait
+    for (int64_t i = 0; i < N; ++i) {
+      const float* e = emb_table + int64_t(prev[size_t(i)]) * E;
+      std::memcpy(xi + i * Xi, e, size_t(E) * sizeof(float));
+      std::memcpy(xo + i * Xo + Hd + Dv, e, size_t(E) * sizeof(float));
+    }
+#pragma omp for schedule(dynamic, 2)
+    for (int64_t u = 0; u < uq + hh_.units(); ++u) {
+      if (u < uq)
+        q_.apply(N, s, Hd, u, u + 1, qp, A);
+      else
+        hh_.apply(N, s, Hd, u - uq, u - uq + 1, gh, G);
+    }
+    // 2. attention weights and context of each row, from its sentence's keys and values
+#pragma omp for schedule(dynamic, 4)
+    for (int64_t i = 0; i < N; ++i) attend(i, rows[size_t(i)]);
+    // 3. gx = [emb; c] W_ih^T
+#pragma omp for schedule(dynamic, 2)
+    for (int64_t u = 0; u < ih_.units(); ++u) ih_.apply(N, xi, Xi, u, u + 1, gx, G);
+    // 4. s' = GRU(gx, gh, s), hidden units in chunks, every row
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t h0 = 0; h0 < Hd; h0 += kGruChunk) {
+      rnn_kernels::GruForward a;
+      a.n = N, a.hidden = Hd, a.k_begin = h0, a.k_end = std::min(Hd, h0 + kGruChunk);
+      a.gates = gx, a.gh = gh, a.b_ih = b_ih_.data(), a.b_hh = b_hh_.data(), a.h_prev = s;
+      a.ghn = ghn_.data(), a.y_rows = y_rows_.data(), a.next_rows = next_rows_.data();
+      rnn_kernels::gru_forward(a);
+    }
+    // 5. t = tanh([s'; c; emb] W_o^T + b_o)
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t u = 0; u < o_.units(); ++u) {
+      o_.apply(N, xo, Xo, u, u + 1, tt, R);
+      const int64_t c0 = u * nn::StepLinear::kUnit, c1 = c0 + o_.unit_cols(u);
+      for (int64_t i = 0; i < N; ++i) {
+        float* row = tt + i * R;
+#pragma omp simd
+        for (int64_t c = c0; c < c1; ++c) row[c] = rnn_math::fast_tanh(row[c] + (b_o ? b_o[c] : 0.0f));
+      }
+    }
+    // 6. logits = t W_y^T + b_y, tile by tile (rows x 32 logits, in L1): each tile's max and
+    // sum exp(logit - max), and this thread's running k best logits of each row. The [N, V]
+    // logits are never stored; the tiles are fixed (not per thread), so the result does
+    // not depend on the thread count.
+    {
+      constexpr int64_t kTileRows = 12;
+      alignas(64) float tile[kTileRows * nn::StepLinear::kUnit];
+      int* ttok = top_tok_.data() + int64_t(t) * N * k;
+      float* tval = top_val_.data() + int64_t(t) * N * k;
+      int64_t* tn = top_n_.data() + int64_t(t) * N;
+      std::fill(tn, tn + N, int64_t(0));
+      // a thread's units arrive in increasing order, so its lists see tokens in increasing order
+#pragma omp for schedule(dynamic, 4)
+      for (int64_t unit = 0; unit < U; ++unit) {
+        const int64_t o0 = unit * nn::StepLinear::kUnit, cols = y_.unit_cols(unit);
+        for (int64_t i0 = 0; i0 < N; i0 += kTileRows) {
+          const int64_t m = std::min(kTileRows, N - i0);
+          y_.apply_unit(m, tt + i0 * R, R, unit, tile, nn::StepLinear::kUnit);
+          for (int64_t r = 0; r < m; ++r) {
+            float* x = tile + r * nn::StepLinear::kUnit;
+            const int64_t i = i0 + r;
+            const Stats st = bias_max_sumexp(x, b_y ? b_y + o0 : nullptr, cols);
+            pmax[i * U + unit] = st.max;
+            psum[i * U + unit] = st.sum;
+            TopKList list{ttok + i * k, tval + i * k, k, tn[i]};
+            top_k_add(list, x, cols, int(o0));
+            tn[i] = list.n;
+          }
+        }
+      }
+    }
+    // 7. each row: lse from its tiles (in tile order); the k best of the threads' lists,
+    // merged by (logit descending, token ascending): the exact top k whichever thread saw
+    // which tile; log p = logit - lse
+    {
+      int* mtok = merge_tok_.data() + int64_t(t) * nt * k;
+      float* mval = merge_val_.data() + int64_t(t) * nt * k;
+      int64_t* order = merge_ord_.data() + int64_t(t) * nt * k;
+#pragma omp for schedule(dynamic, 4)
+      for (int64_t i = 0; i < N; ++i) {
+        const float lse = lse_of_tiles(pmax + i * U, psum + i * U, U);
+        int64_t c = 0;
+        for (int th = 0; th < nt; ++th) {
+          const int64_t n = top_n_[size_t(th * N + i)];
+          const int* tk = top_tok_.data() + (int64_t(th) * N + i) * k;
+          const float* tv = top_val_.data() + (int64_t(th) * N + i) * k;
+          for (int64_t j = 0; j < n; ++j, ++c) mtok[c] = tk[j], mval[c] = tv[j];
+        }
+        std::iota(order, order + c, int64_t(0));
+        std::sort(order, order + c, [&](int64_t p, int64_t q) {
+          return mval[p] != mval[q] ? mval[p] > mval[q] : mtok[p] < mtok[q];
+        });
+        for (int64_t j = 0; j < k; ++j) {
+          out_.tokens[size_t(i * k + j)] = mtok[order[j]];
+          out_.log_probs[size_t(i * k + j)] = mval[order[j]] - lse;
+        }
+      }
+    }
+  }
+  out_.weights = weights_.narrow0(0, N);
+  out_.state.tensors = {s_new};
+  return out_;
+}
+
+}  // namespace
+
+std::unique_ptr<StepDecoder> make_rnnsearch_decoder(const RnnSearchStepWeights& weights, const EncoderMemory& memory,
+                                                    int64_t max_rows, StepPacking packing) {
+  return std::make_unique<RnnSearchStepDecoder>(weights, memory, max_rows, packing);
+}
+
+}  // namespace attn::models

@@ -1,0 +1,75 @@
+#include "attn/models/vocab_topk.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "attn/attention/simd.h"
+
+// GCC 12 reports the _mm256_undefined_pd() operand inside _mm512_reduce_add_ps
+// as uninitialised where it inlines here (the false positive simd.h describes).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+namespace attn::models {
+
+float log_sum_exp_row(const float* x, int64_t V) {
+  using namespace attention::simd;
+  vf vmx = set1(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + kLanes <= V; i += kLanes) vmx = max(vmx, load(x + i));
+  float mx = -std::numeric_limits<float>::infinity();
+  {
+    alignas(64) float lanes[kLanes];
+    store(lanes, vmx);
+    for (int k = 0; k < kLanes; ++k) mx = std::max(mx, lanes[k]);
+  }
+  for (int64_t j = i; j < V; ++j) mx = std::max(mx, x[j]);
+  vf vs = zero();
+  const vf vm = set1(mx);
+  i = 0;
+  for (; i + kLanes <= V; i += kLanes) vs = add(vs, attention::simd::exp(sub(load(x + i), vm)));
+  float s = reduce_add(vs);
+  for (; i < V; ++i) s += std::exp(x[i] - mx);
+  return mx + std::log(s);
+}
+
+void TopKList::insert(int token, float y) {
+  int64_t pos = n < k ? n : k - 1;  // the slot that frees up: the end, or the dropped last
+  while (pos > 0 && values[pos - 1] < y) {
+    values[pos] = values[pos - 1];
+    tokens[pos] = tokens[pos - 1];
+    --pos;
+  }
+  values[pos] = y;
+  tokens[pos] = token;
+  if (n < k) ++n;
+}
+
+void top_k_add(TopKList& list, const float* x, int64_t count, int first_token, float shift) {
+  using namespace attention::simd;
+  const vf vshift = set1(shift);
+  int64_t j = 0;
+  alignas(64) float y[kLanes];
+  for (; j + kLanes <= count; j += kLanes) {
+    const vf yv = sub(load(x + j), vshift);
+    // until the list is full every value enters; then only those above its last
+    const unsigned hit = list.n < list.k ? ~0u : bits(lt(set1(list.values[list.k - 1]), yv));
+    if (!hit) continue;
+    store(y, yv);
+    for (int l = 0; l < kLanes; ++l)
+      if (((hit >> l) & 1u) && list.enters(y[l])) list.insert(first_token + int(j) + l, y[l]);
+  }
+  for (; j < count; ++j) {
+    const float yv = x[j] - shift;
+    if (list.enters(yv)) list.insert(first_token + int(j), yv);
+  }
+}
+
+void top_k_row(const float* x, int64_t V, float shift, int64_t k, int* tokens, float* values) {
+  TopKList list{tokens, values, k};
+  top_k_add(list, x, V, 0, shift);
+}
+
+}  // namespace attn::models

@@ -1,0 +1,41 @@
+// What a search needs from a step's distribution over the vocabulary: the
+// log-sum-exp of each row of logits, and the k most probable tokens with
+// their log-probabilities. Greedy search keeps one token and beam search 2K
+// per row, so log p is never materialised for the whole vocabulary (at beam
+// 5, batch 64 that was a [320, 8000] tensor written and re-read per step).
+//
+// log_sum_exp_row is log_softmax_rows' arithmetic (output_loss.h): log p_v =
+// x_v - lse in float with lse = max + log(sum exp(x - max)), so a token's
+// log-probability is bit-identical whichever of the two computed it.
+#pragma once
+#include <cstdint>
+
+namespace attn::models {
+
+// log sum_v exp(x[v]) of one row x [V], max-subtracted. V >= 1.
+float log_sum_exp_row(const float* x, int64_t V);
+
+// A running list of the k largest (value, token) pairs, in the order value
+// descending, ties by lower token: tokens must be offered in increasing order
+// (a tie then goes after the earlier token). Storage is the caller's.
+struct TopKList {
+  int* tokens;    // [k]
+  float* values;  // [k]
+  int64_t k;      // >= 1
+  int64_t n = 0;  // entries filled so far
+
+  // Whether value y would enter the list now.
+  bool enters(float y) const { return n < k || y > values[n - 1]; }
+  void insert(int token, float y);
+};
+
+// Offers x[j] - shift for tokens first_token + j, j < count, to `list`; only
+// values above the list's current last leave the vector loop.
+void top_k_add(TopKList& list, const float* x, int64_t count, int first_token, float shift = 0.0f);
+
+// The k (1 <= k <= V) largest values y_v = x[v] - shift of one row x [V], value
+// descending, ties by lower v (so k = 1 is the first maximum): tokens [k] get
+// the v, values [k] the y_v.
+void top_k_row(const float* x, int64_t V, float shift, int64_t k, int* tokens, float* values);
+
+}  // namespace attn::models

@@ -1,0 +1,50 @@
+// x W^T for a weight that many consecutive products share: the linear maps
+// of a decoder step, applied once per step of a search with the same weights.
+//
+// Prepared once per search. With few rows per product (batch-1 greedy or
+// beam search) the weight stays in its own row-major layout and rows_gemm
+// streams it once per product; with many rows it is copied once into
+// rnn_gemm's column panels, so that no product re-packs it (a BLAS call packs
+// the weight on every call: ~25% of a batch-64 decoder step).
+//
+// Work is split in units of kUnit output columns, so that a caller can run
+// several products' units in one parallel loop (see models/rnnsearch_search.cpp).
+#pragma once
+#include <algorithm>
+#include <cstdint>
+
+#include "attn/nn/rnn_gemm.h"
+#include "attn/tensor/tensor.h"
+
+namespace attn::nn {
+
+class StepLinear {
+public:
+  static constexpr int64_t kUnit = rnn_gemm::kPanel;  // output columns per work unit
+
+  StepLinear() = default;
+  // weight [out, K], row-major; it is read at every product (unpacked) or copied
+  // now (packed), so it must stay alive and unchanged while this object is used.
+  StepLinear(const Tensor& weight, bool packed);
+
+  int64_t out() const { return out_; }
+  int64_t in() const { return K_; }
+  int64_t units() const { return (out_ + kUnit - 1) / kUnit; }
+  bool packed() const { return packed_.data.defined(); }
+
+  // c[i, o] = sum_k a[i, k] W[o, k] for rows i < m and the outputs of units
+  // [u0, u1), i.e. o in [u0 kUnit, min(u1 kUnit, out)). a [m, K] with row
+  // stride lda, c with row stride ldc. No threading: callers split units.
+  void apply(int64_t m, const float* a, int64_t lda, int64_t u0, int64_t u1, float* c, int64_t ldc) const;
+  // The same for one unit u, written relative to the unit: c[i, j] for the
+  // unit's j < unit_cols(u) outputs (a tile the caller post-processes in L1).
+  void apply_unit(int64_t m, const float* a, int64_t lda, int64_t u, float* c, int64_t ldc) const;
+  int64_t unit_cols(int64_t u) const { return std::clamp(out_ - u * kUnit, int64_t(0), kUnit); }
+
+private:
+  Tensor weight_;
+  rnn_gemm::PackedWeight packed_;
+  int64_t out_ = 0, K_ = 0;
+};
+
+}  // namespace attn::nn

@@ -1,0 +1,308 @@
+// The search step's kernels and the fused RNNsearch decoder:
+//  - rows_gemm (few rows x row-major weight) and nn::StepLinear (row-major and
+//    packed) against a double-precision reference on odd shapes;
+//  - the fused top-k / log-sum-exp against sorting, and bit-identical to
+//    log_softmax_rows' log-probabilities;
+//  - the fused rnnsearch decoder (both weight layouts) against RnnSearch::step()
+//    on rows that map to sentences in any order and multiplicity.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <numeric>
+#include <vector>
+
+#include "attn/autograd/node.h"
+#include "attn/decode/search.h"
+#include "attn/models/output_loss.h"
+#include "attn/models/rnnsearch_search.h"
+#include "attn/models/seq2seq.h"
+#include "attn/models/vocab_topk.h"
+#include "attn/nn/rows_gemm.h"
+#include "attn/nn/step_linear.h"
+#include "attn/tensor/random.h"
+#include "attn/tensor/threading.h"
+
+using namespace attn;
+
+namespace {
+
+std::vector<float> uniform(size_t n, Rng& rng) {
+  std::vector<float> v(n);
+  for (float& x : v) x = rng.uniform(-1, 1);
+  return v;
+}
+
+TEST(RowsGemm, MatchesReferenceOnOddShapes) {
+  Rng rng(5);
+  for (int64_t m : {1, 2, 3, 4, 5, 7, 8, 9, 13, 17})
+    for (int64_t K : {1, 5, 16, 17, 33, 256})
+      for (bool accumulate : {false, true}) {
+        const int64_t out = 37, lda = K + 3, ldw = K + 1, ldc = out + 2, o0 = 3, o1 = 34;
+        std::vector<float> a = uniform(size_t(m * lda), rng), w = uniform(size_t(out * ldw), rng),
+                           c = uniform(size_t(m * ldc), rng);
+        const std::vector<float> c0 = c;
+        rows_gemm::gemm_wt(m, K, a.data(), lda, w.data(), ldw, o0, o1, c.data(), ldc, accumulate);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t o = 0; o < out + 2; ++o) {
+            const float got = c[size_t(i * ldc + o)];
+            if (o < o0 || o >= o1) {
+              ASSERT_EQ(got, c0[size_t(i * ldc + o)]) << "column " << o << " outside the range was written";
+              continue;
+            }
+            double s = accumulate ? c0[size_t(i * ldc + o)] : 0.0;
+            for (int64_t k = 0; k < K; ++k) s += double(a[size_t(i * lda + k)]) * w[size_t(o * ldw + k)];
+            ASSERT_NEAR(got, s, 1e-5 * (1 + std::sqrt(double(K)))) << "m " << m << " K " << K << " row " << i << " out " << o;
+          }
+      }
+}
+
+// A row's result does not depend on how many rows share the call (greedy and
+// beam search rely on it: a sentence decodes the same in any batch).
+TEST(RowsGemm, RowResultIndependentOfRowCount) {
+  Rng rng(6);
+  const int64_t K = 77, out = 9;
+  std::vector<float> a = uniform(size_t(13 * K), rng), w = uniform(size_t(out * K), rng);
+  std::vector<float> all(static_cast<size_t>(13 * out)), one(static_cast<size_t>(out));
+  rows_gemm::gemm_wt(13, K, a.data(), K, w.data(), K, 0, out, all.data(), out, false);
+  for (int64_t i = 0; i < 13; ++i) {
+    rows_gemm::gemm_wt(1, K, a.data() + i * K, K, w.data(), K, 0, out, one.data(), out, false);
+    for (int64_t o = 0; o < out; ++o) ASSERT_EQ(one[size_t(o)], all[size_t(i * out + o)]) << i << "," << o;
+  }
+}
+
+TEST(StepLinear, RowMajorAndPackedMatchReference) {
+  Rng rng(7);
+  for (int64_t out : {1, 31, 33, 70})
+    for (int64_t K : {3, 40})
+      for (bool packed : {false, true}) {
+        Tensor W = rand_uniform({out, K}, rng, -1, 1);
+        nn::StepLinear lin(W, packed);
+        ASSERT_EQ(lin.packed(), packed);
+        ASSERT_EQ(lin.units(), (out + 31) / 32);
+        for (int64_t m : {1, 6, 13, 25}) {
+          std::vector<float> a = uniform(size_t(m * K), rng), c(size_t(m * out), -7.0f);
+          // in two calls over disjoint unit ranges, as two threads would
+          const int64_t mid = lin.units() / 2;
+          lin.apply(m, a.data(), K, 0, mid, c.data(), out);
+          lin.apply(m, a.data(), K, mid, lin.units(), c.data(), out);
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t o = 0; o < out; ++o) {
+              double s = 0;
+              for (int64_t k = 0; k < K; ++k) s += double(a[size_t(i * K + k)]) * W.data()[o * K + k];
+              ASSERT_NEAR(c[size_t(i * out + o)], s, 1e-5 * (1 + std::sqrt(double(K))))
+                  << "out " << out << " K " << K << " packed " << packed << " m " << m;
+            }
+          // unit by unit into a tile: the same values, bit for bit
+          for (int64_t u = 0; u < lin.units(); ++u) {
+            std::vector<float> tile(size_t(m * 32), -7.0f);
+            lin.apply_unit(m, a.data(), K, u, tile.data(), 32);
+            ASSERT_EQ(lin.unit_cols(u), std::min<int64_t>(32, out - u * 32));
+            for (int64_t i = 0; i < m; ++i)
+              for (int64_t j = 0; j < 32; ++j) {
+                if (j < lin.unit_cols(u))
+                  ASSERT_EQ(tile[size_t(i * 32 + j)], c[size_t(i * out + u * 32 + j)]) << "unit " << u;
+                else
+                  ASSERT_EQ(tile[size_t(i * 32 + j)], -7.0f) << "unit " << u << " wrote past its columns";
+              }
+          }
+        }
+      }
+}
+
+TEST(VocabTopK, MatchesSortingWithTiesAndLogSoftmax) {
+  Rng rng(8);
+  for (int64_t V : {1, 7, 16, 45, 1000})
+    for (int64_t k : {1, 2, 5, 10}) {
+      if (k > V) continue;
+      std::vector<float> x(static_cast<size_t>(V));
+      // few distinct values, so ties are common
+      for (float& v : x) v = float(int(rng.below(9))) * 0.5f - 2.0f;
+      const float lse = models::log_sum_exp_row(x.data(), V);
+      double ref = 0;
+      for (float v : x) ref += std::exp(double(v));
+      EXPECT_NEAR(lse, std::log(ref), 1e-5);
+      std::vector<int> tok(static_cast<size_t>(k));
+      std::vector<float> val(static_cast<size_t>(k));
+      models::top_k_row(x.data(), V, lse, k, tok.data(), val.data());
+      std::vector<int> order(static_cast<size_t>(V));
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int p, int q) { return x[size_t(p)] > x[size_t(q)]; });
+      for (int64_t j = 0; j < k; ++j) {
+        EXPECT_EQ(tok[size_t(j)], order[size_t(j)]) << "V " << V << " k " << k << " rank " << j;
+        EXPECT_EQ(val[size_t(j)], x[size_t(order[size_t(j)])] - lse);
+      }
+      // the same log p as log_softmax_rows, bit for bit
+      Tensor lp = models::log_softmax_rows(Tensor::from(x, {1, V}));
+      for (int64_t j = 0; j < k; ++j) EXPECT_EQ(val[size_t(j)], lp.data()[tok[size_t(j)]]);
+    }
+}
+
+models::ModelConfig medium() {
+  models::ModelConfig c;
+  c.type = models::ModelType::RnnSearch;
+  c.src_vocab = 23;
+  c.tgt_vocab = 101;  // not a multiple of the 32-column unit or the vector width
+  c.embed = 20;
+  c.encoder_hidden = 12;
+  c.decoder_hidden = 40;
+  c.attention = 24;
+  c.readout = 36;
+  c.dropout = 0.1;
+  return c;
+}
+
+// The fused decoder against step() on the memory rows it selects: tokens are
+// the k best of step()'s log-probabilities, weights and state agree.
+TEST(RnnSearchSearchStep, MatchesStepForBothLayouts) {
+  NoGradGuard no_grad;
+  std::vector<std::vector<float>> by_threads;  // [threads][layout] log-probs, tokens, weights, state
+  for (int threads : {1, 2}) {
+    set_num_threads(threads);
+    Rng init(9);
+    auto model = models::make_model(medium(), init, 9);
+    model->train(false);
+    const int64_t B = 3, S = 6, k = 4;
+    std::vector<int64_t> lengths = {6, 2, 4};
+    Tensor src = Tensor::zeros({B, S});
+    Rng rng(10);
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t j = 0; j < lengths[size_t(b)]; ++j) src.data()[b * S + j] = float(4 + rng.below(19));
+    models::Encoded e = model->encode(src, lengths);
+    const std::vector<int64_t> rows = {2, 2, 0, 1, 1, 1, 0};  // beams of sentences, any order
+    const int64_t N = int64_t(rows.size()), Hd = 40, V = 101;
+    models::DecoderState state;
+    state.tensors = {rand_uniform({N, Hd}, rng, -1, 1)};
+    std::vector<int> prev;
+    Tensor ids = Tensor::empty({N});
+    for (int64_t i = 0; i < N; ++i) {
+      prev.push_back(int(rng.below(uint64_t(V))));
+      ids.data()[i] = float(prev.back());
+    }
+    models::StepOutput ref = model->step(models::select_rows(e.memory, rows), state, ids);
+    std::vector<std::vector<float>> layouts_lp;
+    for (models::StepPacking packing : {models::StepPacking::RowMajor, models::StepPacking::Packed}) {
+      // the weights as RnnSearch::decoder() passes them, by parameter name
+      auto p = model->named_parameters();
+      auto get = [&](const std::string& name) {
+        for (auto& [n, t] : p)
+          if (n == name) return t;
+        ADD_FAILURE() << "no parameter " << name;
+        return Tensor();
+      };
+      models::RnnSearchStepWeights w;
+      w.embed = get("tgt_embed.weight"), w.W_a = get("attention.query.weight"), w.v = get("attention.v");
+      w.w_ih = get("decoder.weight_ih"), w.w_hh = get("decoder.weight_hh");
+      w.b_ih = get("decoder.bias_ih"), w.b_hh = get("decoder.bias_hh");
+      w.w_o = get("readout.weight"), w.b_o = get("readout.bias");
+      w.w_y = get("output.weight"), w.b_y = get("output.bias");
+      auto dec = models::make_rnnsearch_decoder(w, e.memory, N, packing);
+      const models::StepTop& out = dec->step(rows, state, prev, k);
+      ASSERT_EQ(out.k, k);
+      ASSERT_EQ(int64_t(out.tokens.size()), N * k);
+      for (int64_t i = 0; i < N; ++i) {
+        const float* lp = ref.log_probs.data() + i * V;
+        std::vector<float> sorted(lp, lp + V);
+        std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+        for (int64_t j = 0; j < k; ++j) {
+          const int tok = out.tokens[size_t(i * k + j)];
+          const float got = out.log_probs[size_t(i * k + j)];
+          EXPECT_NEAR(got, lp[tok], 1e-5) << "row " << i << " rank " << j;
+          EXPECT_NEAR(got, sorted[size_t(j)], 1e-5) << "row " << i << " rank " << j;  // no better token missed
+          if (j) EXPECT_GE(out.log_probs[size_t(i * k + j - 1)], got);
+        }
+        for (int64_t j = 0; j < S; ++j)
+          EXPECT_NEAR(out.weights.data()[i * S + j], ref.weights.data()[i * S + j], 1e-6) << i << "," << j;
+        for (int64_t h = 0; h < Hd; ++h)
+          EXPECT_NEAR(out.state.tensors[0].data()[i * Hd + h], ref.state.tensors[0].data()[i * Hd + h], 1e-5);
+      }
+      layouts_lp.push_back(out.log_probs);
+      std::vector<float> all = out.log_probs;
+      for (int tok : out.tokens) all.push_back(float(tok));
+      all.insert(all.end(), out.weights.data(), out.weights.data() + out.weights.numel());
+      all.insert(all.end(), out.state.tensors[0].data(), out.state.tensors[0].data() + out.state.tensors[0].numel());
+      by_threads.push_back(all);
+      const int best3 = out.tokens[size_t(3 * k)];
+      const float lp3 = out.log_probs[size_t(3 * k)];
+      // a second, smaller step through the same decoder (buffers reused; `out` is overwritten):
+      // row 3 alone gives the same result, bit for bit
+      models::DecoderState s2;
+      s2.tensors = {models::select_rows(state.tensors[0], {3})};
+      const models::StepTop& o2 = dec->step({1}, s2, {prev[3]}, 1);
+      EXPECT_EQ(o2.tokens[0], best3);
+      EXPECT_EQ(o2.log_probs[0], lp3);
+    }
+    for (size_t i = 0; i < layouts_lp[0].size(); ++i) EXPECT_NEAR(layouts_lp[0][i], layouts_lp[1][i], 1e-5);
+  }
+  set_num_threads(0);
+  // the thread count changes nothing, bit for bit (each layout: 1 thread vs 2 threads)
+  ASSERT_EQ(by_threads.size(), 4u);
+  EXPECT_EQ(by_threads[0], by_threads[2]);
+  EXPECT_EQ(by_threads[1], by_threads[3]);
+}
+
+// Searches over enough sentences for the packed layout (>= kPackRows rows):
+// beam 1 still equals greedy bit for bit, and beam 3 finds what it finds for
+// each sentence alone (row-major layout; equal up to rounding).
+TEST(RnnSearchSearchStep, PackedLayoutSearches) {
+  Rng init(12);
+  models::ModelConfig c = medium();
+  auto model = models::make_model(c, init, 12);
+  for (auto& [name, p] : model->named_parameters()) {
+    if (name == "output.weight")
+      for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] *= 6.0f;
+    if (name == "output.bias") p.data()[data::kEos] += 1.0f;
+  }
+  model->train(false);
+  const int64_t B = 20, S = 7;
+  ASSERT_GE(B, models::kPackRows);
+  Rng rng(13);
+  Tensor src = Tensor::zeros({B, S});
+  std::vector<int64_t> lengths;
+  for (int64_t b = 0; b < B; ++b) {
+    lengths.push_back(1 + int64_t(rng.below(uint64_t(S))));
+    for (int64_t j = 0; j < lengths.back(); ++j) src.data()[b * S + j] = float(4 + rng.below(19));
+  }
+  decode::SearchOptions o;
+  o.length_penalty = 0.0;
+  auto g = decode::greedy_search(*model, src, lengths, o);
+  auto b1 = decode::beam_search(*model, src, lengths, o);
+  o.beam = 3;
+  auto b3 = decode::beam_search(*model, src, lengths, o);
+  int finished = 0;
+  for (int64_t b = 0; b < B; ++b) {
+    const auto &x = g[size_t(b)].hypotheses[0], &y = b1[size_t(b)].hypotheses[0];
+    EXPECT_EQ(x.tokens, y.tokens) << b;
+    EXPECT_EQ(x.log_prob, y.log_prob) << b;
+    EXPECT_EQ(x.attention, y.attention) << b;
+    finished += x.finished;
+    Tensor one = Tensor::from(std::vector<float>(src.data() + b * S, src.data() + (b + 1) * S), {1, S});
+    auto alone = decode::beam_search(*model, one, {lengths[size_t(b)]}, o);
+    const auto &p = b3[size_t(b)].hypotheses[0], &q = alone[0].hypotheses[0];
+    EXPECT_EQ(p.tokens, q.tokens) << b;
+    EXPECT_NEAR(p.log_prob, q.log_prob, 1e-4) << b;
+  }
+  EXPECT_GT(finished, 0);
+}
+
+TEST(RnnSearchSearchStep, RejectsBadInput) {
+  NoGradGuard no_grad;
+  Rng init(11);
+  auto model = models::make_model(medium(), init, 11);
+  model->train(false);
+  Tensor src = Tensor::full({2, 3}, 5.0f);
+  models::Encoded e = model->encode(src, {3, 2});
+  auto dec = model->decoder(e.memory, 4);
+  models::DecoderState s;
+  s.tensors = {Tensor::zeros({2, 40})};
+  EXPECT_THROW(dec->step({0, 2}, s, {1, 1}, 1), std::invalid_argument);    // sentence 2 of 2
+  EXPECT_THROW(dec->step({0, 1}, s, {1, 101}, 1), std::invalid_argument);  // token outside V
+  EXPECT_THROW(dec->step({0, 1}, s, {1, 1}, 102), std::invalid_argument);  // k > V
+  EXPECT_THROW(dec->step({0}, s, {1}, 1), std::invalid_argument);          // state rows != rows
+  EXPECT_NO_THROW(dec->step({1, 1}, s, {1, 1}, 3));
+  model->train(true);
+  EXPECT_THROW(model->decoder(e.memory, 4), std::logic_error);
+}
+
+}  // namespace
