@@ -305,4 +305,32 @@ TEST(RnnSearchSearchStep, RejectsBadInput) {
   EXPECT_THROW(model->decoder(e.memory, 4), std::logic_error);
 }
 
+
+// Without autograd the encoder runs its two directions side by side (one thread
+// each); it computes exactly what the sequential encoder computes.
+TEST(RnnSearchSearchStep, SideBySideEncoderEqualsSequential) {
+  set_num_threads(2);
+  Rng init(14);
+  auto model = models::make_model(medium(), init, 14);
+  model->train(false);
+  Rng rng(15);
+  const int64_t B = 5, S = 9;
+  Tensor src = Tensor::zeros({B, S});
+  std::vector<int64_t> lengths;
+  for (int64_t b = 0; b < B; ++b) {
+    lengths.push_back(1 + int64_t(rng.below(uint64_t(S))));
+    for (int64_t j = 0; j < lengths.back(); ++j) src.data()[b * S + j] = float(4 + rng.below(19));
+  }
+  models::Encoded seq = model->encode(src, lengths);  // grad mode on: sequential (and recorded)
+  models::Encoded side;
+  {
+    NoGradGuard no_grad;
+    side = model->encode(src, lengths);
+  }
+  EXPECT_EQ(seq.memory.values.to_vector(), side.memory.values.to_vector());
+  EXPECT_EQ(seq.memory.keys.to_vector(), side.memory.keys.to_vector());
+  EXPECT_EQ(seq.state.tensors[0].to_vector(), side.state.tensors[0].to_vector());
+  set_num_threads(0);
+}
+
 }  // namespace

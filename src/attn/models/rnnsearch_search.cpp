@@ -34,6 +34,11 @@ std::string shp(const Tensor& t) { return t.defined() ? t.shape().str() : "undef
 // below it one thread finishes before a second one would have woken up.
 constexpr int64_t kParallelMacs = int64_t(1) << 17;
 
+// Logits are reduced (max, sum of exp, top-k candidates) per tile of this many
+// 32-column units: wide enough to amortise the horizontal reductions, small
+// enough (12 rows x 128 floats) for L1.
+constexpr int64_t kTileUnits = 4;
+
 float reduce_max(attention::simd::vf v) {
 #if defined(__AVX512F__)
   return _mm512_reduce_max_ps(v);
@@ -107,7 +112,8 @@ private:
   nn::StepLinear q_, hh_, ih_, o_, y_;  // W_a, W_hh, W_ih, W_o, W_y
   int64_t cap_ = 0;                     // rows the buffers hold
   Tensor xo_, xi_, qp_, gh_, gx_, ghn_, t_, weights_;
-  Tensor part_max_, part_sum_;  // [rows, units of W_y]: max and sum exp(logit - max) of each 32-logit tile
+  int64_t tiles_ = 0;           // logits tiles per row: kTileUnits units of W_y each
+  Tensor part_max_, part_sum_;  // [rows, tiles_]: max and sum exp(logit - max) of each tile
   std::vector<float*> y_rows_, next_rows_;
   // per thread and row: the k best logits of the thread's tiles; per thread: a merge buffer
   std::vector<int> top_tok_, merge_tok_;
@@ -163,6 +169,7 @@ RnnSearchStepDecoder::RnnSearchStepDecoder(const RnnSearchStepWeights& w, const 
   ih_ = nn::StepLinear(w.w_ih, packed);
   o_ = nn::StepLinear(w.w_o, packed);
   y_ = nn::StepLinear(w.w_y, packed);
+  tiles_ = (y_.units() + kTileUnits - 1) / kTileUnits;
   reserve(std::max<int64_t>(1, max_rows));
 }
 
@@ -177,8 +184,8 @@ void RnnSearchStepDecoder::reserve(int64_t rows) {
   ghn_ = Tensor::empty({rows, Hd_});
   t_ = Tensor::empty({rows, R_});
   weights_ = Tensor::empty({rows, S_});
-  part_max_ = Tensor::empty({rows, y_.units()});
-  part_sum_ = Tensor::empty({rows, y_.units()});
+  part_max_ = Tensor::empty({rows, tiles_});
+  part_sum_ = Tensor::empty({rows, tiles_});
   y_rows_.resize(size_t(rows));
   next_rows_.resize(size_t(rows));
 }
@@ -248,7 +255,8 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
   const float* b_o = w_.b_o.defined() ? w_.b_o.data() : nullptr;
   const float* b_y = w_.b_y.defined() ? w_.b_y.data() : nullptr;
   float *xo = xo_.data(), *xi = xi_.data(), *qp = qp_.data(), *gh = gh_.data(), *gx = gx_.data(), *tt = t_.data();
-  const int64_t E = E_, Hd = Hd_, Dv = Dv_, G = G_, R = R_, A = A_, Xo = Xo_, Xi = Xi_, U = y_.units();
+  const int64_t E = E_, Hd = Hd_, Dv = Dv_, G = G_, R = R_, A = A_, V = V_, Xo = Xo_, Xi = Xi_, U = y_.units(),
+                T = tiles_;
   const bool par = num_threads() > 1 && N * macs_per_row_ >= kParallelMacs;
   const int64_t max_threads = par ? num_threads() : 1;
   top_tok_.resize(size_t(max_threads * N * k));
@@ -273,7 +281,7 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
       std::memcpy(xi + i * Xi, e, size_t(E) * sizeof(float));
       std::memcpy(xo + i * Xo + Hd + Dv, e, size_t(E) * sizeof(float));
     }
-#pragma omp for schedule(dynamic, 2)
+#pragma omp for schedule(dynamic, 1)
     for (int64_t u = 0; u < uq + hh_.units(); ++u) {
       if (u < uq)
         q_.apply(N, s, Hd, u, u + 1, qp, A);
@@ -284,7 +292,7 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
 #pragma omp for schedule(dynamic, 4)
     for (int64_t i = 0; i < N; ++i) attend(i, rows[size_t(i)]);
     // 3. gx = [emb; c] W_ih^T
-#pragma omp for schedule(dynamic, 2)
+#pragma omp for schedule(dynamic, 1)
     for (int64_t u = 0; u < ih_.units(); ++u) ih_.apply(N, xi, Xi, u, u + 1, gx, G);
     // 4. s' = GRU(gx, gh, s), hidden units in chunks, every row
 #pragma omp for schedule(dynamic, 1)
@@ -306,30 +314,32 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
         for (int64_t c = c0; c < c1; ++c) row[c] = rnn_math::fast_tanh(row[c] + (b_o ? b_o[c] : 0.0f));
       }
     }
-    // 6. logits = t W_y^T + b_y, tile by tile (rows x 32 logits, in L1): each tile's max and
+    // 6. logits = t W_y^T + b_y, tile by tile (rows x 128 logits, in L1): each tile's max and
     // sum exp(logit - max), and this thread's running k best logits of each row. The [N, V]
     // logits are never stored; the tiles are fixed (not per thread), so the result does
     // not depend on the thread count.
     {
-      constexpr int64_t kTileRows = 12;
-      alignas(64) float tile[kTileRows * nn::StepLinear::kUnit];
+      constexpr int64_t kTileRows = 12, kTileCols = kTileUnits * nn::StepLinear::kUnit;
+      alignas(64) float tile[kTileRows * kTileCols];
       int* ttok = top_tok_.data() + int64_t(t) * N * k;
       float* tval = top_val_.data() + int64_t(t) * N * k;
       int64_t* tn = top_n_.data() + int64_t(t) * N;
       std::fill(tn, tn + N, int64_t(0));
-      // a thread's units arrive in increasing order, so its lists see tokens in increasing order
-#pragma omp for schedule(dynamic, 4)
-      for (int64_t unit = 0; unit < U; ++unit) {
-        const int64_t o0 = unit * nn::StepLinear::kUnit, cols = y_.unit_cols(unit);
+      // a thread's tiles arrive in increasing order, so its lists see tokens in increasing order
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t g = 0; g < T; ++g) {
+        const int64_t u0 = g * kTileUnits, u1 = std::min(U, u0 + kTileUnits);
+        const int64_t o0 = u0 * nn::StepLinear::kUnit, cols = std::min(V, u1 * nn::StepLinear::kUnit) - o0;
         for (int64_t i0 = 0; i0 < N; i0 += kTileRows) {
           const int64_t m = std::min(kTileRows, N - i0);
-          y_.apply_unit(m, tt + i0 * R, R, unit, tile, nn::StepLinear::kUnit);
+          for (int64_t u = u0; u < u1; ++u)
+            y_.apply_unit(m, tt + i0 * R, R, u, tile + (u - u0) * nn::StepLinear::kUnit, kTileCols);
           for (int64_t r = 0; r < m; ++r) {
-            float* x = tile + r * nn::StepLinear::kUnit;
+            float* x = tile + r * kTileCols;
             const int64_t i = i0 + r;
             const Stats st = bias_max_sumexp(x, b_y ? b_y + o0 : nullptr, cols);
-            pmax[i * U + unit] = st.max;
-            psum[i * U + unit] = st.sum;
+            pmax[i * T + g] = st.max;
+            psum[i * T + g] = st.sum;
             TopKList list{ttok + i * k, tval + i * k, k, tn[i]};
             top_k_add(list, x, cols, int(o0));
             tn[i] = list.n;
@@ -346,7 +356,7 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
       int64_t* order = merge_ord_.data() + int64_t(t) * nt * k;
 #pragma omp for schedule(dynamic, 4)
       for (int64_t i = 0; i < N; ++i) {
-        const float lse = lse_of_tiles(pmax + i * U, psum + i * U, U);
+        const float lse = lse_of_tiles(pmax + i * T, psum + i * T, T);
         int64_t c = 0;
         for (int th = 0; th < nt; ++th) {
           const int64_t n = top_n_[size_t(th * N + i)];

@@ -12,7 +12,7 @@
 //   gx = [emb; c] W_ih^T                                         (columns)
 //   s' = GRU gates(gx + b_ih, gh + b_hh, s)                      (hidden units)
 //   t = tanh([s'; c; emb] W_o^T + b_o)                           (columns, bias and tanh on the fly)
-//   logits = t W_y^T + b_y, in tiles of rows x 32 logits         (columns)
+//   logits = t W_y^T + b_y, in tiles of rows x 128 logits        (columns)
 //     per tile: its max and sum exp(logit - max), and a running top k of each row
 //   lse = combined over the tiles; the k best logits, log p = logit - lse  (rows)
 // the same equations as RnnSearch::step() (tests/test_search_step.cpp holds
