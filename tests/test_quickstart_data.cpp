@@ -29,8 +29,17 @@ TEST(QuickstartData, ConfigSplitsByEnglishSentenceWithoutLeaks) {
   EXPECT_GT(cfg.train.max_minutes, 0);  // the quick start is time-boxed
 
   cfg.data.train_tsv = kRoot + "/" + cfg.data.train_tsv;  // paths in configs are relative to the project root
+  const double casual_share = cfg.data.casual_source_share;
+  cfg.data.casual_source_share = 0;  // the split alone first
   const train::Corpora c = train::read_corpora(cfg.data);
   EXPECT_EQ(c.train.size() + c.valid.size() + c.test.size(), 142787);
+  // casual copies (data/augment.h) go to training only, on top of the split
+  cfg.data.casual_source_share = casual_share;
+  const train::Corpora with_casual = train::read_corpora(cfg.data);
+  EXPECT_EQ(with_casual.valid.src, c.valid.src);
+  EXPECT_EQ(with_casual.test.src, c.test.src);
+  EXPECT_GE(with_casual.train.size(), c.train.size());
+  EXPECT_LE(with_casual.train.size(), c.train.size() + int64_t(casual_share * double(c.train.size())));
 
   std::unordered_map<std::string, int> side;  // English sentence (split_key) -> 0 train, 1 valid, 2 test
   int64_t distinct[3] = {0, 0, 0}, leaks = 0;

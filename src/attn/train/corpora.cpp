@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "attn/data/augment.h"
 #include "attn/data/split.h"
 #include "attn/train/seed.h"
 
@@ -22,6 +23,9 @@ Corpora read_corpora(const DataConfig& d) {
   if (!d.valid_src.empty()) c.valid = data::read_parallel(d.valid_src, d.valid_tgt);
   if (!d.valid_tsv.empty()) c.valid = data::read_tsv(d.valid_tsv, tsv);
   if (c.train.size() == 0) throw std::invalid_argument("data: the training corpus is empty");
+  // after the split: casual copies of held-out sentences must not reach training
+  if (d.casual_source_share > 0)
+    data::add_casual_sources(c.train, d.casual_source_share, derive_seed(d.split_seed, "casual"));
   if (c.valid.size() == 0) throw std::invalid_argument("data: the validation corpus is empty");
   return c;
 }

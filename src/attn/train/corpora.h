@@ -14,7 +14,8 @@ struct Corpora {
 };
 
 // Reads data.train_* (and data.valid_* when given) and applies
-// data.valid_holdout / data.test_holdout with data.split_seed. Throws
+// data.valid_holdout / data.test_holdout with data.split_seed, then adds
+// data.casual_source_share casual copies to the training corpus. Throws
 // std::invalid_argument when the training or validation corpus ends up empty.
 Corpora read_corpora(const DataConfig& d);
 

@@ -94,6 +94,7 @@ DataConfig read_data(const json& j) {
   d.max_src_tokens = r.get_int("max_src_tokens", d.max_src_tokens);
   d.max_tgt_tokens = r.get_int("max_tgt_tokens", d.max_tgt_tokens);
   d.max_ratio = r.get_double("max_ratio", d.max_ratio);
+  d.casual_source_share = r.get_double("casual_source_share", d.casual_source_share);
   r.finish();
   const bool files = !d.train_src.empty() || !d.train_tgt.empty();
   if (files == !d.train_tsv.empty())
@@ -106,6 +107,9 @@ DataConfig read_data(const json& j) {
   if (int(vfiles) + int(!d.valid_tsv.empty()) + int(d.valid_holdout > 0) != 1)
     throw std::invalid_argument("data: give exactly one of valid_src/valid_tgt, valid_tsv or valid_holdout > 0");
   if (d.test_holdout < 0 || d.valid_holdout < 0) throw std::invalid_argument("data: holdout sizes must be >= 0");
+  if (!(d.casual_source_share >= 0 && d.casual_source_share <= 1))
+    throw std::invalid_argument("data.casual_source_share: " + std::to_string(d.casual_source_share) +
+                                " outside [0, 1]");
   return d;
 }
 
@@ -219,7 +223,7 @@ std::string to_json(const TrainConfig& c) {
                {"split_seed", d.split_seed},
                {"tsv_src_column", d.tsv_src_column}, {"tsv_tgt_column", d.tsv_tgt_column},
                {"max_src_tokens", d.max_src_tokens}, {"max_tgt_tokens", d.max_tgt_tokens},
-               {"max_ratio", d.max_ratio}};
+               {"max_ratio", d.max_ratio},         {"casual_source_share", d.casual_source_share}};
   const VocabConfig& v = c.vocab;
   j["vocab"] = {{"joint", v.joint}, {"size", v.size}, {"type", v.type}, {"character_coverage", v.character_coverage},
                 {"src_model", v.src_model}, {"tgt_model", v.tgt_model}};

@@ -36,6 +36,8 @@ struct DataConfig {
   int64_t max_src_tokens = 100;      // training pairs with longer sources (in pieces) are dropped
   int64_t max_tgt_tokens = 100;      // ... or longer targets
   double max_ratio = 3.0;            // ... or a longer/shorter length ratio above this (0: off)
+  double casual_source_share = 0.0;  // share of training pairs added again with a lower-cased source
+                                     // without final punctuation (data/augment.h); never valid or test
 };
 
 struct VocabConfig {
