@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attn/attention/simd.h"
+#include "attn/nn/step_linear.h"
 #include "attn/nn/rnn_kernels.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
@@ -66,6 +67,34 @@ Tensor column_sums(const float* m, int64_t rows, int64_t cols) {
   return out;
 }
 
+// c (+)= a W^T for rows i < m over all of lin's outputs, its units split
+// across threads in contiguous ranges.
+void apply_all(const nn::StepLinear& lin, int64_t m, const float* a, int64_t lda, float* c, int64_t ldc,
+               bool accumulate) {
+  const int64_t U = lin.units();
+  const bool par = m > 1 && m * lin.out() * lin.in() > kParallelGrain * 32;
+#pragma omp parallel for schedule(static) if (par)
+  for (int64_t u = 0; u < U; ++u) lin.apply(m, a, lda, u, u + 1, c, ldc, accumulate);
+}
+
+// The columns [c0, c0 + cols) of w [rows, ld] as a contiguous [rows, cols] tensor
+// (transposed: [cols, rows]).
+Tensor columns(const Tensor& w, int64_t c0, int64_t cols, bool transposed) {
+  const int64_t rows = w.size(0), ld = w.size(1);
+  Tensor out = Tensor::empty(transposed ? Shape{cols, rows} : Shape{rows, cols});
+  const float* src = w.data();
+  float* dst = out.data();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      const float x = src[r * ld + c0 + c];
+      if (transposed)
+        dst[c * rows + r] = x;
+      else
+        dst[r * cols + c] = x;
+    }
+  return out;
+}
+
 struct Dims {
   int64_t T, B, E, S, A, Dv, Hd, G, In;
 };
@@ -117,6 +146,12 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
   // the embedding half of every step's input projection at once: [T * B, E] x [E, 3Hd]
   kernels::gemm(false, true, T * B, G, E, 1.0f, emb.data(), E, w.w_ih.data(), In, 0.0f, gates.data(), G);
 
+  // The per-step products reuse weights packed once per batch (nn/step_linear.h):
+  // a BLAS call would re-pack the whole weight at every step (~25% of a step).
+  const nn::StepLinear q_lin(w.W1, true), hh_lin(w.w_hh, true), ic_lin(columns(w.w_ih, E, Dv, false), true);
+  const int64_t uq = q_lin.units(), uh = hh_lin.units();
+  const bool par_hq = B > 1 && B * (A + G) * Hd > kParallelGrain * 32;
+
   std::vector<float*> y_rows(static_cast<size_t>(B)), next_rows(static_cast<size_t>(B));
   const float *pk = keys.data(), *pval = values.data(), *pv = w.v.data();
   const bool par_att = B > 1 && B * S * (A + Dv) > kParallelGrain;
@@ -127,8 +162,14 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
     float* wt = wts.data() + t * B * S;
     float* ctx = out.contexts.data() + t * B * Dv;
     float* g = gates.data() + t * B * G;
-    // qp = s_{t-1} W1^T
-    kernels::gemm(false, true, B, A, Hd, 1.0f, sp, Hd, w.W1.data(), Hd, 0.0f, q, A);
+    // qp = s_{t-1} W1^T and gh = s_{t-1} W_hh^T: one parallel loop over both products' units
+#pragma omp parallel for schedule(static) if (par_hq)
+    for (int64_t u = 0; u < uq + uh; ++u) {
+      if (u < uq)
+        q_lin.apply(B, sp, Hd, u, u + 1, q, A);
+      else
+        hh_lin.apply(B, sp, Hd, u - uq, u - uq + 1, gh.data(), G);
+    }
 #pragma omp parallel for schedule(static) if (par_att)
     for (int64_t b = 0; b < B; ++b) {
       const int64_t L = len[size_t(b)];
@@ -151,9 +192,8 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
         for (int64_t e = 0; e < Dv; ++e) c[e] += a * h[e];
       }
     }
-    // gates += c_t W_ic^T (the context half of the input projection);  gh = s_{t-1} W_hh^T
-    kernels::gemm(false, true, B, G, Dv, 1.0f, ctx, Dv, w.w_ih.data() + E, In, 1.0f, g, G);
-    kernels::gemm(false, true, B, G, Hd, 1.0f, sp, Hd, w.w_hh.data(), Hd, 0.0f, gh.data(), G);
+    // gates += c_t W_ic^T (the context half of the input projection)
+    apply_all(ic_lin, B, ctx, Dv, g, G, true);
     float* st = out.states.data() + t * B * Hd;
     float* nx = t + 1 < T ? sprev.data() + (t + 1) * B * Hd : st;
     for (int64_t b = 0; b < B; ++b) {
@@ -196,6 +236,9 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
         Tensor dc = Tensor::empty({B, Dv});
         Tensor zero_row = Tensor::zeros({Hd});
         std::vector<const float*> dy_rows(static_cast<size_t>(B));
+        // per-step products with weights packed once (as in the forward): x W = x (W^T)^T
+        const nn::StepLinear hh_t(columns(w_hh, 0, Hd, true), true), ic_t(columns(w_ih, E, Dv, true), true),
+            q_t(columns(W1, 0, Hd, true), true);
         const float *pk = keys.data(), *pval = values.data(), *pv = v.data();
         float *pdk = dkeys.data(), *pdval = dvalues.data();
         const bool par_att = B > 1 && B * S * (A + Dv) > kParallelGrain;
@@ -219,9 +262,9 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
             rnn_kernels::gru_backward(a);
           }
           // gh = s W_hh^T  =>  ds_{t-1} += dgh W_hh
-          kernels::gemm(false, false, B, Hd, G, 1.0f, dgh_t, G, w_hh.data(), Hd, 1.0f, dh.data(), Hd);
+          apply_all(hh_t, B, dgh_t, G, dh.data(), Hd, true);
           // x_t = [emb_t; c_t], gates_x = x_t W_ih^T  =>  dc_t = dgx W_ic (+ the output's own gradient)
-          kernels::gemm(false, false, B, Dv, G, 1.0f, dgx_t, G, w_ih.data() + E, In, 0.0f, dc.data(), Dv);
+          apply_all(ic_t, B, dgx_t, G, dc.data(), Dv, false);
           if (dC) kernels::add_inplace(dc, douts[1].narrow0(t, 1).view({B, Dv}));
           const float* q = qp.data() + t * B * A;
           const float* wt = wts.data() + t * B * S;
@@ -255,7 +298,7 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
                              dq + b * A, dvr);
           }
           // qp = s_{t-1} W1^T  =>  ds_{t-1} += dqp W1
-          kernels::gemm(false, false, B, Hd, A, 1.0f, dq, A, W1.data(), Hd, 1.0f, dh.data(), Hd);
+          apply_all(q_t, B, dq, A, dh.data(), Hd, true);
         }
         // weight gradients: one GEMM each over all T * B rows
         Tensor dW1 = Tensor::empty(W1.shape()), dWih = Tensor::empty(w_ih.shape()), dWhh = Tensor::empty(w_hh.shape());

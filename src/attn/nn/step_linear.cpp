@@ -16,13 +16,14 @@ StepLinear::StepLinear(const Tensor& weight, bool packed) {
   if (packed) packed_ = rnn_gemm::pack_transposed(weight_.data(), K_, 1, out_);
 }
 
-void StepLinear::apply(int64_t m, const float* a, int64_t lda, int64_t u0, int64_t u1, float* c, int64_t ldc) const {
+void StepLinear::apply(int64_t m, const float* a, int64_t lda, int64_t u0, int64_t u1, float* c, int64_t ldc,
+                       bool accumulate) const {
   const int64_t o0 = u0 * kUnit, o1 = std::min(u1 * kUnit, out_);
   if (m <= 0 || o0 >= o1) return;
   if (packed())
-    rnn_gemm::gemm_packed(m, a, lda, packed_, o0, o1, c, ldc, false);
+    rnn_gemm::gemm_packed(m, a, lda, packed_, o0, o1, c, ldc, accumulate);
   else
-    rows_gemm::gemm_wt(m, K_, a, lda, weight_.data(), K_, o0, o1, c, ldc, false);
+    rows_gemm::gemm_wt(m, K_, a, lda, weight_.data(), K_, o0, o1, c, ldc, accumulate);
 }
 
 void StepLinear::apply_unit(int64_t m, const float* a, int64_t lda, int64_t u, float* c, int64_t ldc) const {

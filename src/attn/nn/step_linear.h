@@ -32,10 +32,12 @@ public:
   int64_t units() const { return (out_ + kUnit - 1) / kUnit; }
   bool packed() const { return packed_.data.defined(); }
 
-  // c[i, o] = sum_k a[i, k] W[o, k] for rows i < m and the outputs of units
-  // [u0, u1), i.e. o in [u0 kUnit, min(u1 kUnit, out)). a [m, K] with row
-  // stride lda, c with row stride ldc. No threading: callers split units.
-  void apply(int64_t m, const float* a, int64_t lda, int64_t u0, int64_t u1, float* c, int64_t ldc) const;
+  // c[i, o] = (c[i, o] if accumulate) + sum_k a[i, k] W[o, k] for rows i < m
+  // and the outputs of units [u0, u1), i.e. o in [u0 kUnit, min(u1 kUnit, out)).
+  // a [m, K] with row stride lda, c with row stride ldc. No threading: callers
+  // split units.
+  void apply(int64_t m, const float* a, int64_t lda, int64_t u0, int64_t u1, float* c, int64_t ldc,
+             bool accumulate = false) const;
   // The same for one unit u, written relative to the unit: c[i, j] for the
   // unit's j < unit_cols(u) outputs (a tile the caller post-processes in L1).
   void apply_unit(int64_t m, const float* a, int64_t lda, int64_t u, float* c, int64_t ldc) const;
