@@ -21,7 +21,8 @@ CONFIG=configs/tatoeba-en-fra.yaml
 RUN=runs/quickstart  # = train.out_dir in $CONFIG
 # None of these is in the data (as written, ignoring case), so the model has not seen them.
 # The first two differ only in case and full stop: the data's sentences all start with a
-# capital, and a short run translates the lower-case form worse (BENCHMARKS.md, "Quick start").
+# capital and end with punctuation; the config's casual copies (data.casual_source_share)
+# teach the model the lower-case, unpunctuated form too (BENCHMARKS.md, "Quick start").
 SENTENCES=(
   "he doesn't like apples"
   "He doesn't like apples."
