@@ -1,9 +1,11 @@
 // Row kernels of the additive score e = v^T tanh(qp + kp), shared by the fused
-// decoder step (additive_step.cpp) and the fused score op (additive_scores.cpp)
-// (internal header).
+// decoder step (additive_step.cpp), the fused score op (additive_scores.cpp) and
+// the rnnsearch decoder's training loop and search step (models/) (internal header).
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #include "attn/attention/simd.h"
 
@@ -42,4 +44,34 @@ inline void score_row_backward(const float* qp, const float* kp, const float* v,
     dv[a] += de * t;
   }
 }
+// One query of an additive attention step over the first L of S keys:
+//   w_j = softmax_j(v^T tanh(qp + kp_j)) for j < L, 0 for L <= j < S (all 0 when L == 0)
+//   c   = sum_j w_j h_j
+// qp [A], kp [S, A] and h [S, Dv] row-major; writes w [S] and c [Dv].
+inline void attend_row(const float* qp, const float* kp, const float* v, int64_t A, const float* h, int64_t Dv,
+                       int64_t L, int64_t S, float* w, float* c) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < L; ++j) mx = std::max(mx, w[j] = score_row(qp, kp + j * A, v, A));
+  float sum = 0.0f;
+  for (int64_t j = 0; j < L; ++j) sum += (w[j] = std::exp(w[j] - mx));
+  const float inv = L > 0 ? 1.0f / sum : 0.0f;
+  for (int64_t j = 0; j < L; ++j) w[j] *= inv;
+  std::fill(w + L, w + S, 0.0f);
+  // c = sum_j w_j h_j, streaming the values once: four rows per pass over c
+  std::fill(c, c + Dv, 0.0f);
+  int64_t j = 0;
+  for (; j + 4 <= L; j += 4) {
+    const float a0 = w[j], a1 = w[j + 1], a2 = w[j + 2], a3 = w[j + 3];
+    const float *h0 = h + j * Dv, *h1 = h0 + Dv, *h2 = h1 + Dv, *h3 = h2 + Dv;
+#pragma omp simd
+    for (int64_t d = 0; d < Dv; ++d) c[d] += a0 * h0[d] + a1 * h1[d] + a2 * h2[d] + a3 * h3[d];
+  }
+  for (; j < L; ++j) {
+    const float a = w[j];
+    const float* hj = h + j * Dv;
+#pragma omp simd
+    for (int64_t d = 0; d < Dv; ++d) c[d] += a * hj[d];
+  }
+}
+
 }  // namespace attn::attention::detail

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <stdexcept>
 
 #include "attn/attention/checks.h"
@@ -15,7 +14,7 @@
 
 namespace attn::attention {
 namespace {
-using detail::score_row;
+using detail::attend_row;
 using detail::score_row_backward;
 using detail::shp;
 
@@ -56,35 +55,8 @@ AdditiveStepOutput additive_step(const Tensor& query, const Tensor& keys_proj, c
 #pragma omp parallel for schedule(static) if (par)
   for (int64_t b = 0; b < B; ++b) {
     const int64_t len = plen ? int64_t(plen[b]) : Lk;
-    float* wr = pw + b * Lk;
-    // e_j = v^T tanh(W1 s + U h_j); a = softmax over j < len
-    float mx = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < len; ++j) {
-      wr[j] = score_row(pqp + b * A, pkp + (b * Lk + j) * A, pv, A);
-      mx = std::max(mx, wr[j]);
-    }
-    float sum = 0.0f;
-    for (int64_t j = 0; j < len; ++j) sum += (wr[j] = std::exp(wr[j] - mx));
-    const float inv = len > 0 ? 1.0f / sum : 0.0f;
-    for (int64_t j = 0; j < len; ++j) wr[j] *= inv;
-    for (int64_t j = len; j < Lk; ++j) wr[j] = 0.0f;
-    // c = sum_j a_j h_j (streams the values once; four rows per pass over c)
-    float* c = pctx + b * Dv;
-    std::fill(c, c + Dv, 0.0f);
-    const float* hb = pval + b * Lk * Dv;
-    int64_t j = 0;
-    for (; j + 4 <= len; j += 4) {
-      const float a0 = wr[j], a1 = wr[j + 1], a2 = wr[j + 2], a3 = wr[j + 3];
-      const float *h0 = hb + j * Dv, *h1 = h0 + Dv, *h2 = h1 + Dv, *h3 = h2 + Dv;
-#pragma omp simd
-      for (int64_t d = 0; d < Dv; ++d) c[d] += a0 * h0[d] + a1 * h1[d] + a2 * h2[d] + a3 * h3[d];
-    }
-    for (; j < len; ++j) {
-      const float a = wr[j];
-      const float* h = hb + j * Dv;
-#pragma omp simd
-      for (int64_t d = 0; d < Dv; ++d) c[d] += a * h[d];
-    }
+    // e_j = v^T tanh(W1 s + U h_j); a = softmax over j < len; c = sum_j a_j h_j
+    attend_row(pqp + b * A, pkp + b * Lk * A, pv, A, pval + b * Lk * Dv, Dv, len, Lk, pw + b * Lk, pctx + b * Dv);
   }
 
   AdditiveStepOutput out{ctx, w};

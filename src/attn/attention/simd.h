@@ -7,8 +7,10 @@
 // tanh) accurate to a few ulp; exp returns exactly 0 below -87.3 (and for -inf),
 // so masked scores contribute exactly nothing.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 
 #if defined(__AVX512F__) || defined(__AVX2__)
 #include <immintrin.h>
@@ -153,6 +155,29 @@ inline vf tanh(vf x) {
   q = fmadd(q, x2, set1(2.26843463243900e-03f));
   q = fmadd(q, x2, set1(4.89352518554385e-03f));
   return mul(p, reciprocal(q));  // q >= 4.9e-3 on the clamped range: no special cases
+}
+
+// the largest lane of v
+inline float reduce_max(vf v) {
+#if defined(__AVX512F__)
+  return _mm512_reduce_max_ps(v);
+#else
+  alignas(64) float lanes[kLanes];
+  store(lanes, v);
+  float m = lanes[0];
+  for (int l = 1; l < kLanes; ++l) m = std::max(m, lanes[l]);
+  return m;
+#endif
+}
+
+// max of x[0..n), -inf for n == 0
+inline float max_of(const float* x, int64_t n) {
+  vf vmx = set1(-std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) vmx = max(vmx, load(x + i));
+  float mx = reduce_max(vmx);
+  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  return mx;
 }
 
 }  // namespace attn::attention::simd

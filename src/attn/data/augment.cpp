@@ -24,7 +24,7 @@ int64_t add_casual_sources(ParallelCorpus& corpus, double share, uint64_t seed) 
   std::vector<int64_t> perm(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) perm[size_t(i)] = i;
   Rng rng(seed);
-  for (int64_t i = n - 1; i > 0; --i) std::swap(perm[size_t(i)], perm[rng.below(uint64_t(i + 1))]);
+  shuffle(perm, rng);
   std::vector<char> picked(static_cast<size_t>(n), 0);
   for (int64_t k = 0; k < picks; ++k) picked[size_t(perm[size_t(k)])] = 1;
   int64_t added = 0;

@@ -9,15 +9,6 @@
 
 namespace attn::data {
 
-namespace {
-
-template <class T>
-void shuffle_in_place(std::vector<T>& v, Rng& rng) {
-  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
-}
-
-}  // namespace
-
 Batcher::Batcher(const EncodedCorpus& corpus, const BatchOptions& options) : corpus_(corpus), options_(options) {
   const auto& o = options_;
   if (o.max_tokens < 2 || o.max_sentences < 0 || o.sort_window < 1)
@@ -52,7 +43,7 @@ std::vector<std::vector<int64_t>> Batcher::plan_epoch(uint64_t epoch) const {
   std::iota(order.begin(), order.end(), int64_t(0));
   // One stream per (seed, epoch): Rng runs splitmix64 over the seed.
   Rng rng(o.seed * 0x9E3779B97F4A7C15ULL + epoch);
-  if (o.shuffle) shuffle_in_place(order, rng);
+  if (o.shuffle) shuffle(order, rng);
 
   std::vector<std::vector<int64_t>> batches;
   std::vector<int64_t> batch;  // the open batch; it may continue into the next window
@@ -77,7 +68,7 @@ std::vector<std::vector<int64_t>> Batcher::plan_epoch(uint64_t epoch) const {
     }
   }
   if (!batch.empty()) batches.push_back(std::move(batch));
-  if (o.shuffle) shuffle_in_place(batches, rng);
+  if (o.shuffle) shuffle(batches, rng);
   return batches;
 }
 

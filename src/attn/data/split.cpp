@@ -39,7 +39,7 @@ CorpusSplit split_by_source(const ParallelCorpus& corpus, int64_t valid_sources,
   std::vector<int64_t> perm(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) perm[size_t(i)] = i;
   Rng rng(seed);
-  for (int64_t i = n - 1; i > 0; --i) std::swap(perm[size_t(i)], perm[rng.below(uint64_t(i + 1))]);
+  shuffle(perm, rng);
   std::vector<int> where(static_cast<size_t>(n), 0);  // 0 train, 1 valid, 2 test
   for (int64_t k = 0; k < valid_sources + test_sources; ++k) where[size_t(perm[size_t(k)])] = k < valid_sources ? 1 : 2;
   CorpusSplit s;

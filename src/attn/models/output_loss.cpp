@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -26,19 +25,10 @@ struct RowLoss {
 // Softmax of one row in place (row becomes p), returning what the loss needs.
 RowLoss softmax_row(float* row, int64_t V) {
   using namespace attention::simd;
-  vf vmx = set1(-std::numeric_limits<float>::infinity());
-  int64_t i = 0;
-  for (; i + kLanes <= V; i += kLanes) vmx = max(vmx, load(row + i));
-  float mx = -std::numeric_limits<float>::infinity();
-  {
-    alignas(64) float lanes[kLanes];
-    store(lanes, vmx);
-    for (int k = 0; k < kLanes; ++k) mx = std::max(mx, lanes[k]);
-  }
-  for (int64_t j = i; j < V; ++j) mx = std::max(mx, row[j]);
+  const float mx = max_of(row, V);
   vf vs = zero(), vsum = zero();
   const vf vm = set1(mx);
-  i = 0;
+  int64_t i = 0;
   for (; i + kLanes <= V; i += kLanes) {
     vf x = load(row + i);
     vsum = add(vsum, x);

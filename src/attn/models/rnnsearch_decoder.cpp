@@ -6,12 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "attn/attention/simd.h"
+#include "attn/attention/additive_kernels.h"
 #include "attn/nn/step_linear.h"
 #include "attn/nn/rnn_kernels.h"
 #include "attn/tensor/kernels.h"
@@ -21,39 +20,6 @@ namespace attn::models {
 namespace {
 
 std::string shp(const Tensor& t) { return t.defined() ? t.shape().str() : "undefined"; }
-
-// e = sum_a v[a] tanh(qp[a] + kp[a])
-float score(const float* qp, const float* kp, const float* v, int64_t A) {
-  using namespace attention::simd;
-  vf acc = zero();
-  int64_t a = 0;
-  for (; a + kLanes <= A; a += kLanes) acc = fmadd(load(v + a), attention::simd::tanh(add(load(qp + a), load(kp + a))), acc);
-  float s = reduce_add(acc);
-  for (; a < A; ++a) s += v[a] * std::tanh(qp[a] + kp[a]);
-  return s;
-}
-
-// e = v^T tanh(z), z = qp + kp:  dz = de v (1 - tanh^2 z);  dkp += dz, dqp += dz, dv += de tanh z
-void score_backward(const float* qp, const float* kp, const float* v, float de, int64_t A, float* dkp, float* dqp,
-                    float* dv) {
-  using namespace attention::simd;
-  const vf vde = set1(de), one = set1(1.0f);
-  int64_t a = 0;
-  for (; a + kLanes <= A; a += kLanes) {
-    vf t = attention::simd::tanh(add(load(qp + a), load(kp + a)));
-    vf dz = mul(mul(vde, load(v + a)), sub(one, mul(t, t)));
-    store(dkp + a, add(load(dkp + a), dz));
-    store(dqp + a, add(load(dqp + a), dz));
-    store(dv + a, fmadd(vde, t, load(dv + a)));
-  }
-  for (; a < A; ++a) {
-    float t = std::tanh(qp[a] + kp[a]);
-    float dz = de * v[a] * (1.0f - t * t);
-    dkp[a] += dz;
-    dqp[a] += dz;
-    dv[a] += de * t;
-  }
-}
 
 // Column sums of a [rows, cols] matrix -> [cols]
 Tensor column_sums(const float* m, int64_t rows, int64_t cols) {
@@ -172,25 +138,9 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
     }
 #pragma omp parallel for schedule(static) if (par_att)
     for (int64_t b = 0; b < B; ++b) {
-      const int64_t L = len[size_t(b)];
-      float* wr = wt + b * S;
-      // e_j = v^T tanh(W1 s + kp_j); a = softmax over j < L
-      float mx = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < L; ++j) mx = std::max(mx, wr[j] = score(q + b * A, pk + (b * S + j) * A, pv, A));
-      float sum = 0.0f;
-      for (int64_t j = 0; j < L; ++j) sum += (wr[j] = std::exp(wr[j] - mx));
-      const float inv = L > 0 ? 1.0f / sum : 0.0f;
-      for (int64_t j = 0; j < L; ++j) wr[j] *= inv;
-      std::fill(wr + L, wr + S, 0.0f);
-      // c = sum_j a_j h_j
-      float* c = ctx + b * Dv;
-      std::fill(c, c + Dv, 0.0f);
-      for (int64_t j = 0; j < L; ++j) {
-        const float a = wr[j];
-        const float* h = pval + (b * S + j) * Dv;
-#pragma omp simd
-        for (int64_t e = 0; e < Dv; ++e) c[e] += a * h[e];
-      }
+      // e_j = v^T tanh(W1 s + kp_j); a = softmax over j < L; c = sum_j a_j h_j
+      attention::detail::attend_row(q + b * A, pk + b * S * A, pv, A, pval + b * S * Dv, Dv, len[size_t(b)], S,
+                                    wt + b * S, ctx + b * Dv);
     }
     // gates += c_t W_ic^T (the context half of the input projection)
     apply_all(ic_lin, B, ctx, Dv, g, G, true);
@@ -294,8 +244,8 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
             }
             // a = softmax(e)  =>  de_j = a_j (da_j - sum_k a_k da_k);  e_j = v^T tanh(qp + kp_j)
             for (int64_t j = 0; j < L; ++j)
-              score_backward(q + b * A, pk + (b * S + j) * A, pv, wr[j] * (dar[j] - dot), A, pdk + (b * S + j) * A,
-                             dq + b * A, dvr);
+              attention::detail::score_row_backward(q + b * A, pk + (b * S + j) * A, pv, wr[j] * (dar[j] - dot), A,
+                                                    pdk + (b * S + j) * A, true, dq + b * A, dvr);
           }
           // qp = s_{t-1} W1^T  =>  ds_{t-1} += dqp W1
           apply_all(q_t, B, dq, A, dh.data(), Hd, true);

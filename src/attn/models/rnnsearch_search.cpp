@@ -39,18 +39,6 @@ constexpr int64_t kParallelMacs = int64_t(1) << 17;
 // enough (12 rows x 128 floats) for L1.
 constexpr int64_t kTileUnits = 4;
 
-float reduce_max(attention::simd::vf v) {
-#if defined(__AVX512F__)
-  return _mm512_reduce_max_ps(v);
-#else
-  alignas(64) float lanes[attention::simd::kLanes];
-  attention::simd::store(lanes, v);
-  float m = lanes[0];
-  for (int l = 1; l < attention::simd::kLanes; ++l) m = std::max(m, lanes[l]);
-  return m;
-#endif
-}
-
 // x [n] += b [n]; then the max of x and sum_j exp(x_j - max): the statistics of
 // one row of a logits tile, or of a row's tiles (then with weights, see lse_of_tiles).
 struct Stats {
@@ -78,14 +66,11 @@ Stats bias_max_sumexp(float* x, const float* b, int64_t n) {
 // log sum exp of a row from its tiles' (max, sum exp(x - max)), combined in tile order.
 float lse_of_tiles(const float* tmax, const float* tsum, int64_t n) {
   using namespace attention::simd;
-  int64_t j = 0;
-  vf vmx = set1(-std::numeric_limits<float>::infinity());
-  for (; j + kLanes <= n; j += kLanes) vmx = max(vmx, load(tmax + j));
-  float mx = reduce_max(vmx);
-  for (int64_t t = j; t < n; ++t) mx = std::max(mx, tmax[t]);
+  const float mx = max_of(tmax, n);
   const vf vm = set1(mx);
   vf vs = zero();
-  for (j = 0; j + kLanes <= n; j += kLanes)
+  int64_t j = 0;
+  for (; j + kLanes <= n; j += kLanes)
     vs = fmadd(load(tsum + j), attention::simd::exp(sub(load(tmax + j), vm)), vs);
   float sum = reduce_add(vs);
   for (; j < n; ++j) sum += tsum[j] * std::exp(tmax[j] - mx);
@@ -196,31 +181,9 @@ void RnnSearchStepDecoder::attend(int64_t i, int64_t b) {
   const float* kb = keys_.data() + b * S * A;
   const float* hb = values_.data() + b * S * Dv;
   const float* v = w_.v.data();
-  float* wr = weights_.data() + i * S;
-  // e_j = v^T tanh(W_a s + U h_j + b_U); a = softmax over j < L
-  float mx = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < L; ++j) mx = std::max(mx, wr[j] = attention::detail::score_row(q, kb + j * A, v, A));
-  float sum = 0.0f;
-  for (int64_t j = 0; j < L; ++j) sum += (wr[j] = std::exp(wr[j] - mx));
-  const float inv = L > 0 ? 1.0f / sum : 0.0f;
-  for (int64_t j = 0; j < L; ++j) wr[j] *= inv;
-  std::fill(wr + L, wr + S, 0.0f);
-  // c = sum_j a_j h_j, four annotations per pass over c; into both input rows
+  // e_j = v^T tanh(W_a s + U h_j + b_U); a = softmax over j < L; c = sum_j a_j h_j into both input rows
   float* c = xo_.data() + i * Xo_ + Hd_;
-  std::fill(c, c + Dv, 0.0f);
-  int64_t j = 0;
-  for (; j + 4 <= L; j += 4) {
-    const float a0 = wr[j], a1 = wr[j + 1], a2 = wr[j + 2], a3 = wr[j + 3];
-    const float *h0 = hb + j * Dv, *h1 = h0 + Dv, *h2 = h1 + Dv, *h3 = h2 + Dv;
-#pragma omp simd
-    for (int64_t d = 0; d < Dv; ++d) c[d] += a0 * h0[d] + a1 * h1[d] + a2 * h2[d] + a3 * h3[d];
-  }
-  for (; j < L; ++j) {
-    const float a = wr[j];
-    const float* h = hb + j * Dv;
-#pragma omp simd
-    for (int64_t d = 0; d < Dv; ++d) c[d] += a * h[d];
-  }
+  attention::detail::attend_row(q, kb, v, A, hb, Dv, L, S, weights_.data() + i * S, c);
   std::memcpy(xi_.data() + i * Xi_ + E_, c, size_t(Dv) * sizeof(float));
 }
 

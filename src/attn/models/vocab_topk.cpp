@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "attn/attention/simd.h"
 
@@ -16,19 +15,10 @@ namespace attn::models {
 
 float log_sum_exp_row(const float* x, int64_t V) {
   using namespace attention::simd;
-  vf vmx = set1(-std::numeric_limits<float>::infinity());
-  int64_t i = 0;
-  for (; i + kLanes <= V; i += kLanes) vmx = max(vmx, load(x + i));
-  float mx = -std::numeric_limits<float>::infinity();
-  {
-    alignas(64) float lanes[kLanes];
-    store(lanes, vmx);
-    for (int k = 0; k < kLanes; ++k) mx = std::max(mx, lanes[k]);
-  }
-  for (int64_t j = i; j < V; ++j) mx = std::max(mx, x[j]);
+  const float mx = max_of(x, V);
   vf vs = zero();
   const vf vm = set1(mx);
-  i = 0;
+  int64_t i = 0;
   for (; i + kLanes <= V; i += kLanes) vs = add(vs, attention::simd::exp(sub(load(x + i), vm)));
   float s = reduce_add(vs);
   for (; i < V; ++i) s += std::exp(x[i] - mx);

@@ -3,6 +3,8 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "attn/tensor/tensor.h"
 
@@ -26,6 +28,13 @@ public:
 private:
   uint64_t s_[4];
 };
+
+// Fisher-Yates shuffle of v in place: the same order for the same Rng state on
+// every machine (one draw per element, last to first).
+template <class T>
+void shuffle(std::vector<T>& v, Rng& rng) {
+  for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[rng.below(i)]);
+}
 
 Tensor randn(const Shape& shape, Rng& rng, float stddev = 1.0f);
 Tensor rand_uniform(const Shape& shape, Rng& rng, float lo, float hi);
