@@ -182,7 +182,10 @@ TEST(RnnSearchSearchStep, MatchesStepForBothLayouts) {
     }
     models::StepOutput ref = model->step(models::select_rows(e.memory, rows), state, ids);
     std::vector<std::vector<float>> layouts_lp;
-    for (models::StepPacking packing : {models::StepPacking::RowMajor, models::StepPacking::Packed}) {
+    for (int layout = 0; layout < 4; ++layout) {
+      // row-major and packed weights, each with the embedding's products folded and per step
+      const models::StepPacking packing = layout % 2 ? models::StepPacking::Packed : models::StepPacking::RowMajor;
+      const bool fold = layout < 2;
       // the weights as RnnSearch::decoder() passes them, by parameter name
       auto p = model->named_parameters();
       auto get = [&](const std::string& name) {
@@ -197,7 +200,7 @@ TEST(RnnSearchSearchStep, MatchesStepForBothLayouts) {
       w.b_ih = get("decoder.bias_ih"), w.b_hh = get("decoder.bias_hh");
       w.w_o = get("readout.weight"), w.b_o = get("readout.bias");
       w.w_y = get("output.weight"), w.b_y = get("output.bias");
-      auto dec = models::make_rnnsearch_decoder(w, e.memory, N, packing);
+      auto dec = models::make_rnnsearch_decoder(models::prepare_rnnsearch_decoder(w, packing, fold), e.memory, N);
       const models::StepTop& out = dec->step(rows, state, prev, k);
       ASSERT_EQ(out.k, k);
       ASSERT_EQ(int64_t(out.tokens.size()), N * k);
@@ -233,13 +236,13 @@ TEST(RnnSearchSearchStep, MatchesStepForBothLayouts) {
       EXPECT_EQ(o2.tokens[0], best3);
       EXPECT_EQ(o2.log_probs[0], lp3);
     }
-    for (size_t i = 0; i < layouts_lp[0].size(); ++i) EXPECT_NEAR(layouts_lp[0][i], layouts_lp[1][i], 1e-5);
+    for (size_t l = 1; l < layouts_lp.size(); ++l)
+      for (size_t i = 0; i < layouts_lp[0].size(); ++i) EXPECT_NEAR(layouts_lp[0][i], layouts_lp[l][i], 1e-5);
   }
   set_num_threads(0);
   // the thread count changes nothing, bit for bit (each layout: 1 thread vs 2 threads)
-  ASSERT_EQ(by_threads.size(), 4u);
-  EXPECT_EQ(by_threads[0], by_threads[2]);
-  EXPECT_EQ(by_threads[1], by_threads[3]);
+  ASSERT_EQ(by_threads.size(), 8u);
+  for (size_t l = 0; l < 4; ++l) EXPECT_EQ(by_threads[l], by_threads[l + 4]) << "layout " << l;
 }
 
 // Searches over enough sentences for the packed layout (>= kPackRows rows):
@@ -284,6 +287,58 @@ TEST(RnnSearchSearchStep, PackedLayoutSearches) {
     EXPECT_NEAR(p.log_prob, q.log_prob, 1e-4) << b;
   }
   EXPECT_GT(finished, 0);
+}
+
+// Weights prepared once serve many searches: the same hypotheses as searches
+// that prepare their own, bit for bit; they are copies, so a later change of
+// the parameters does not reach them; weights that do not fit the memory are refused.
+TEST(RnnSearchSearchStep, PreparedWeightsServeManySearches) {
+  Rng init(14);
+  auto model = models::make_model(medium(), init, 14);
+  model->train(false);
+  const int64_t B = 18, S = 6;
+  Rng rng(15);
+  Tensor src = Tensor::zeros({B, S});
+  std::vector<int64_t> lengths;
+  for (int64_t b = 0; b < B; ++b) {
+    lengths.push_back(1 + int64_t(rng.below(uint64_t(S))));
+    for (int64_t j = 0; j < lengths.back(); ++j) src.data()[b * S + j] = float(4 + rng.below(19));
+  }
+  for (int beam : {1, 3}) {
+    decode::SearchOptions own;
+    own.beam = beam;
+    decode::SearchOptions shared = own;
+    shared.prepared = model->prepare_decoder(B * beam);
+    auto want = decode::search(*model, src, lengths, own);
+    for (int rep = 0; rep < 2; ++rep) {
+      auto got = decode::search(*model, src, lengths, shared);
+      for (int64_t b = 0; b < B; ++b) {
+        EXPECT_EQ(got[size_t(b)].hypotheses[0].tokens, want[size_t(b)].hypotheses[0].tokens) << b;
+        EXPECT_EQ(got[size_t(b)].hypotheses[0].log_prob, want[size_t(b)].hypotheses[0].log_prob) << b;
+        EXPECT_EQ(got[size_t(b)].hypotheses[0].attention, want[size_t(b)].hypotheses[0].attention) << b;
+      }
+    }
+    if (beam == 1) {
+      // the prepared copies keep the old parameters; a fresh search sees the new ones
+      for (auto& [name, p] : model->named_parameters())
+        if (name == "output.bias") p.data()[7] += 50.0f;
+      auto stale = decode::search(*model, src, lengths, shared);
+      auto fresh = decode::search(*model, src, lengths, own);
+      EXPECT_EQ(stale[0].hypotheses[0].tokens, want[0].hypotheses[0].tokens);
+      ASSERT_FALSE(fresh[0].hypotheses[0].tokens.empty());
+      EXPECT_EQ(fresh[0].hypotheses[0].tokens[0], 7);
+      for (auto& [name, p] : model->named_parameters())
+        if (name == "output.bias") p.data()[7] -= 50.0f;
+    }
+  }
+  models::ModelConfig other = medium();
+  other.attention = 16;  // its keys are 16 wide, this memory's 24
+  Rng init2(16);
+  auto model2 = models::make_model(other, init2, 16);
+  model2->train(false);
+  NoGradGuard no_grad;
+  models::Encoded e = model->encode(src, lengths);
+  EXPECT_THROW(model->decoder(e.memory, B, model2->prepare_decoder(B)), std::invalid_argument);
 }
 
 TEST(RnnSearchSearchStep, RejectsBadInput) {

@@ -70,6 +70,7 @@ void add_translate_command(CLI::App& app) {
     to.search.max_len_ratio = o->max_len_ratio;
     to.search.alignments = !o->alignments.empty();
     to.batch_sentences = o->batch;
+    to.search.prepared = tm.model->prepare_decoder(to.batch_sentences * to.search.beam);  // once for every chunk
     const bool inline_align = align_file.is_open() == false && !o->alignments.empty();
     for (size_t start = 0; start < lines.size(); start += size_t(o->chunk)) {
       const size_t end = std::min(lines.size(), start + size_t(o->chunk));

@@ -51,7 +51,7 @@ std::vector<SearchResult> greedy_search(const models::Seq2SeqModel& model, const
   std::vector<SearchResult> results(static_cast<size_t>(B));
   std::vector<Hypothesis> hyp(static_cast<size_t>(B));
   models::Encoded e = model.encode(src, lengths);
-  std::unique_ptr<models::StepDecoder> decoder = model.decoder(e.memory, B);
+  std::unique_ptr<models::StepDecoder> decoder = model.decoder(e.memory, B, o.prepared);
   models::DecoderState state = e.state;
   std::vector<int64_t> sent(static_cast<size_t>(B));  // decoder row -> sentence
   for (int64_t b = 0; b < B; ++b) sent[size_t(b)] = b;
@@ -103,7 +103,7 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
   std::vector<SearchResult> results(static_cast<size_t>(B));
   std::vector<std::vector<Hypothesis>> finished(static_cast<size_t>(B));
   models::Encoded e = model.encode(src, lengths);
-  std::unique_ptr<models::StepDecoder> decoder = model.decoder(e.memory, B * K);
+  std::unique_ptr<models::StepDecoder> decoder = model.decoder(e.memory, B * K, o.prepared);
   // Decoder rows hold the live hypotheses only, each sentence's contiguous and
   // in rank order; rows[r] is row r's sentence. A sentence starts with one row
   // (its K beams would all be the same BOS hypothesis, and only one is ever

@@ -20,6 +20,7 @@
 // this is exactly greedy search.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "attn/models/seq2seq.h"
@@ -33,6 +34,10 @@ struct SearchOptions {
   double max_len_ratio = 2.0;    // at most max_len_ratio * src_len + max_len_offset steps (EOS included)
   int64_t max_len_offset = 5;    // see max_len_ratio
   bool alignments = true;        // keep each hypothesis' attention weights
+  // The model's decoder weights prepared once for many searches
+  // (model.prepare_decoder() for at least the search's rows: B * beam), or
+  // nullptr: each search prepares its own.
+  std::shared_ptr<const models::PreparedDecoder> prepared;
 };
 
 struct Hypothesis {

@@ -21,6 +21,8 @@ std::vector<Translation> translate_lines(const models::Seq2SeqModel& model, cons
   for (auto& s : ids)
     if (options.max_src_tokens > 0 && int64_t(s.size()) > options.max_src_tokens) s.resize(size_t(options.max_src_tokens));
   std::vector<Translation> out(lines.size());
+  SearchOptions so = options.search;
+  if (!so.prepared) so.prepared = model.prepare_decoder(options.batch_sentences * so.beam);  // once for all batches
   std::vector<size_t> order;
   for (size_t i = 0; i < lines.size(); ++i)
     if (!ids[i].empty()) order.push_back(i);
@@ -36,7 +38,7 @@ std::vector<Translation> translate_lines(const models::Seq2SeqModel& model, cons
       lengths.push_back(int64_t(s.size()));
       for (size_t j = 0; j < s.size(); ++j) src.data()[b * S + int64_t(j)] = float(s[j]);
     }
-    std::vector<SearchResult> res = search(model, src, lengths, options.search);
+    std::vector<SearchResult> res = search(model, src, lengths, so);
     for (int64_t b = 0; b < B; ++b) {
       const size_t line = order[start + size_t(b)];
       Translation& t = out[line];

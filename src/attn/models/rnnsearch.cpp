@@ -98,7 +98,7 @@ StepOutput RnnSearch::step(const EncoderMemory& m, const DecoderState& state, co
   return out;
 }
 
-std::unique_ptr<StepDecoder> RnnSearch::decoder(const EncoderMemory& memory, int64_t max_rows) const {
+std::shared_ptr<const PreparedDecoder> RnnSearch::prepare_decoder(int64_t max_rows) const {
   if (is_training()) throw std::logic_error("rnnsearch decoder: the model is in training mode (dropout active)");
   RnnSearchStepWeights w;
   w.embed = tgt_embed_->weight;
@@ -106,7 +106,13 @@ std::unique_ptr<StepDecoder> RnnSearch::decoder(const EncoderMemory& memory, int
   w.w_ih = decoder_->weight_ih, w.w_hh = decoder_->weight_hh, w.b_ih = decoder_->bias_ih, w.b_hh = decoder_->bias_hh;
   w.w_o = readout_->weight, w.b_o = readout_->bias;
   w.w_y = out_w_, w.b_y = out_b_;
-  return make_rnnsearch_decoder(w, memory, max_rows);
+  return prepare_rnnsearch_decoder(w, max_rows >= kPackRows ? StepPacking::Packed : StepPacking::RowMajor);
+}
+
+std::unique_ptr<StepDecoder> RnnSearch::decoder(const EncoderMemory& memory, int64_t max_rows,
+                                                std::shared_ptr<const PreparedDecoder> prepared) const {
+  if (is_training()) throw std::logic_error("rnnsearch decoder: the model is in training mode (dropout active)");
+  return make_rnnsearch_decoder(prepared ? std::move(prepared) : prepare_decoder(max_rows), memory, max_rows);
 }
 
 Tensor RnnSearch::forced_features(const data::Seq2SeqBatch& b) const {

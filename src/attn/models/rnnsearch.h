@@ -38,8 +38,11 @@ public:
   StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev) const override;
   Tensor forced_features(const data::Seq2SeqBatch& b) const override;
   OutputLayer output_layer() const override { return {out_w_, out_b_}; }
-  // The fused search step (rnnsearch_search.h). Throws std::logic_error in training mode.
-  std::unique_ptr<StepDecoder> decoder(const EncoderMemory& memory, int64_t max_rows) const override;
+  // The fused search step (rnnsearch_search.h). Throws std::logic_error in
+  // training mode, std::invalid_argument for weights another model prepared.
+  std::unique_ptr<StepDecoder> decoder(const EncoderMemory& memory, int64_t max_rows,
+                                       std::shared_ptr<const PreparedDecoder> prepared = nullptr) const override;
+  std::shared_ptr<const PreparedDecoder> prepare_decoder(int64_t max_rows) const override;
 
 private:
   struct StepResult {

@@ -17,6 +17,7 @@
 #include "attn/nn/rnn_kernels.h"
 #include "attn/nn/rnn_math.h"
 #include "attn/nn/step_linear.h"
+#include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
 
 namespace attn::models {
@@ -77,9 +78,32 @@ float lse_of_tiles(const float* tmax, const float* tsum, int64_t n) {
   return mx + std::log(sum);
 }
 
+// w [rows, K] -> its columns [c0, c1) as a contiguous [rows, c1 - c0] copy
+Tensor columns(const Tensor& w, int64_t c0, int64_t c1) {
+  const int64_t rows = w.size(0), K = w.size(1), n = c1 - c0;
+  Tensor out = Tensor::empty({rows, n});
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(out.data() + r * n, w.data() + r * K + c0, size_t(n) * sizeof(float));
+  return out;
+}
+
+// bias [n] or undefined (zeros) -> a defined copy
+Tensor bias_or_zeros(const Tensor& b, int64_t n) { return b.defined() ? b.detach().clone() : Tensor::zeros({n}); }
+
+struct RnnSearchPrepared final : PreparedDecoder {
+  int64_t V, E, A, Hd, G, Dv, R;
+  Tensor embed, v, b_hh, b_y;  // [V, E] (unfolded only), [A], [G], [V] (copies; b_y undefined: none)
+  Tensor zeros_g;              // [G]: gx already holds b_ih
+  bool folded = false;
+  Tensor t_ih, t_o;            // folded: [V, G] and [V, R] tables (see the header)
+  Tensor b_ih, b_o;            // unfolded: the biases the per-step products start from
+  nn::StepLinear q, hh, ihc, o, y;  // W_a, W_hh, W_ih[:, E:], W_o[:, :Hd+Dv], W_y
+  nn::StepLinear ie, oe;            // unfolded: W_ih[:, :E], W_o[:, Hd+Dv:]
+};
+
 class RnnSearchStepDecoder final : public StepDecoder {
 public:
-  RnnSearchStepDecoder(const RnnSearchStepWeights& w, const EncoderMemory& m, int64_t max_rows, StepPacking packing);
+  RnnSearchStepDecoder(std::shared_ptr<const RnnSearchPrepared> p, const EncoderMemory& m, int64_t max_rows);
   const StepTop& step(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
                       int64_t k) override;
 
@@ -88,15 +112,14 @@ private:
   // Row i of sentence b: attention weights and context from qp_ row i.
   void attend(int64_t i, int64_t b);
 
-  RnnSearchStepWeights w_;
-  Tensor keys_, values_, b_ih_, b_hh_;
+  std::shared_ptr<const RnnSearchPrepared> p_;
+  Tensor keys_, values_;
   std::vector<int64_t> len_;  // [B] source lengths
   int64_t B_, S_, A_, Dv_, E_, Hd_, G_, R_, V_;
-  int64_t Xo_, Xi_;  // row widths of xo_ = [s'; c; emb] (the readout's input) and xi_ = [emb; c] (the GRU's)
+  int64_t Xo_;  // row width of xo_ = [s'; c] (the readout's input; c is also the GRU's)
   int64_t macs_per_row_;
-  nn::StepLinear q_, hh_, ih_, o_, y_;  // W_a, W_hh, W_ih, W_o, W_y
-  int64_t cap_ = 0;                     // rows the buffers hold
-  Tensor xo_, xi_, qp_, gh_, gx_, ghn_, t_, weights_;
+  int64_t cap_ = 0;  // rows the buffers hold
+  Tensor xo_, xe_, qp_, gh_, gx_, t_, weights_;  // xe_: embeddings (unfolded only)
   int64_t tiles_ = 0;           // logits tiles per row: kTileUnits units of W_y each
   Tensor part_max_, part_sum_;  // [rows, tiles_]: max and sum exp(logit - max) of each tile
   std::vector<float*> y_rows_, next_rows_;
@@ -108,36 +131,84 @@ private:
   StepTop out_;
 };
 
-RnnSearchStepDecoder::RnnSearchStepDecoder(const RnnSearchStepWeights& w, const EncoderMemory& m, int64_t max_rows,
-                                           StepPacking packing)
-    : w_(w), keys_(m.keys), values_(m.values) {
-  auto fits = [](const Tensor& t, std::initializer_list<int64_t> dims) {
-    if (!t.defined() || t.dim() != int(dims.size())) return false;
-    int axis = 0;
-    for (int64_t d : dims)
-      if (t.size(axis++) != d) return false;
-    return true;
-  };
+bool fits(const Tensor& t, std::initializer_list<int64_t> dims) {
+  if (!t.defined() || t.dim() != int(dims.size())) return false;
+  int axis = 0;
+  for (int64_t d : dims)
+    if (t.size(axis++) != d) return false;
+  return true;
+}
+
+}  // namespace
+
+std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearchStepWeights& w, StepPacking packing,
+                                                                 bool fold) {
+  auto p = std::make_shared<RnnSearchPrepared>();
   bool ok = w.embed.defined() && w.W_a.defined() && w.w_hh.defined() && w.w_o.defined() && w.w_y.defined() &&
-            keys_.defined() && values_.defined() && m.lengths.defined() && w.embed.dim() == 2 && w.W_a.dim() == 2 &&
-            w.w_hh.dim() == 2 && w.w_o.dim() == 2 && w.w_y.dim() == 2 && keys_.dim() == 3 && values_.dim() == 3;
+            w.embed.dim() == 2 && w.W_a.dim() == 2 && w.w_hh.dim() == 2 && w.w_o.dim() == 2 && w.w_y.dim() == 2;
+  int64_t Xi = 0, Xo = 0;
   if (ok) {
-    V_ = w.embed.size(0), E_ = w.embed.size(1), A_ = w.W_a.size(0), Hd_ = w.W_a.size(1), G_ = 3 * Hd_;
-    B_ = keys_.size(0), S_ = keys_.size(1), Dv_ = values_.size(2), R_ = w.w_o.size(0);
-    Xo_ = Hd_ + Dv_ + E_, Xi_ = E_ + Dv_;
-    ok = fits(w.v, {A_}) && fits(w.w_ih, {G_, Xi_}) && fits(w.w_hh, {G_, Hd_}) && fits(w.w_o, {R_, Xo_}) &&
-         fits(w.w_y, {V_, R_}) && fits(keys_, {B_, S_, A_}) && fits(values_, {B_, S_, Dv_}) &&
-         fits(m.lengths, {B_}) && (!w.b_ih.defined() || fits(w.b_ih, {G_})) &&
-         (!w.b_hh.defined() || fits(w.b_hh, {G_})) && (!w.b_o.defined() || fits(w.b_o, {R_})) &&
-         (!w.b_y.defined() || fits(w.b_y, {V_}));
+    p->V = w.embed.size(0), p->E = w.embed.size(1), p->A = w.W_a.size(0), p->Hd = w.W_a.size(1), p->G = 3 * p->Hd;
+    p->R = w.w_o.size(0);
+    Xo = w.w_o.size(1), p->Dv = Xo - p->Hd - p->E, Xi = p->E + p->Dv;
+    ok = p->Dv >= 1 && fits(w.v, {p->A}) && fits(w.w_ih, {p->G, Xi}) && fits(w.w_hh, {p->G, p->Hd}) &&
+         fits(w.w_y, {p->V, p->R}) && (!w.b_ih.defined() || fits(w.b_ih, {p->G})) &&
+         (!w.b_hh.defined() || fits(w.b_hh, {p->G})) && (!w.b_o.defined() || fits(w.b_o, {p->R})) &&
+         (!w.b_y.defined() || fits(w.b_y, {p->V}));
   }
   if (!ok)
     throw std::invalid_argument(
         "rnnsearch decoder: embed " + shp(w.embed) + ", W_a " + shp(w.W_a) + ", v " + shp(w.v) + ", w_ih " +
-        shp(w.w_ih) + ", w_hh " + shp(w.w_hh) + ", w_o " + shp(w.w_o) + ", w_y " + shp(w.w_y) + ", keys " +
-        shp(keys_) + ", values " + shp(values_) + ", lengths " + shp(m.lengths) +
+        shp(w.w_ih) + ", w_hh " + shp(w.w_hh) + ", w_o " + shp(w.w_o) + ", w_y " + shp(w.w_y) +
         " (expects embed [V, E], W_a [A, Hd], v [A], w_ih [3Hd, E + Dv], w_hh [3Hd, Hd], w_o [R, Hd + Dv + E], "
-        "w_y [V, R], keys [B, S, A], values [B, S, Dv], lengths [B], biases of the output sizes)");
+        "w_y [V, R], biases of the output sizes)");
+  const int64_t V = p->V, E = p->E, G = p->G, R = p->R, Hd = p->Hd, Dv = p->Dv;
+  const bool packed = packing == StepPacking::Packed;
+  p->v = w.v.detach().clone();
+  p->b_hh = bias_or_zeros(w.b_hh, G);
+  if (w.b_y.defined()) p->b_y = w.b_y.detach().clone();
+  p->zeros_g = Tensor::zeros({G});
+  p->q = nn::StepLinear(w.W_a.detach().clone(), packed);
+  p->hh = nn::StepLinear(w.w_hh.detach().clone(), packed);
+  p->ihc = nn::StepLinear(columns(w.w_ih, E, Xi), packed);
+  p->o = nn::StepLinear(columns(w.w_o, 0, Hd + Dv), packed);
+  p->y = nn::StepLinear(w.w_y.detach().clone(), packed);
+  p->folded = fold && V * (G + R) <= kMaxFoldedFloats;
+  const Tensor b_ih = bias_or_zeros(w.b_ih, G), b_o = bias_or_zeros(w.b_o, R);
+  if (p->folded) {
+    // T_ih = E W_ih[:, :E]^T + b_ih and T_o = E W_o[:, Hd+Dv:]^T + b_o: two GEMMs over the vocabulary, once
+    p->t_ih = Tensor::empty({V, G});
+    p->t_o = Tensor::empty({V, R});
+    for (int64_t r = 0; r < V; ++r) {
+      std::memcpy(p->t_ih.data() + r * G, b_ih.data(), size_t(G) * sizeof(float));
+      std::memcpy(p->t_o.data() + r * R, b_o.data(), size_t(R) * sizeof(float));
+    }
+    kernels::gemm(false, true, V, G, E, 1.0f, w.embed.data(), E, w.w_ih.data(), Xi, 1.0f, p->t_ih.data(), G);
+    kernels::gemm(false, true, V, R, E, 1.0f, w.embed.data(), E, w.w_o.data() + Hd + Dv, Xo, 1.0f, p->t_o.data(), R);
+  } else {
+    p->embed = w.embed.detach().clone();
+    p->b_ih = b_ih, p->b_o = b_o;
+    p->ie = nn::StepLinear(columns(w.w_ih, 0, E), packed);
+    p->oe = nn::StepLinear(columns(w.w_o, Hd + Dv, Xo), packed);
+  }
+  return p;
+}
+
+namespace {
+
+RnnSearchStepDecoder::RnnSearchStepDecoder(std::shared_ptr<const RnnSearchPrepared> p, const EncoderMemory& m,
+                                           int64_t max_rows)
+    : p_(std::move(p)), keys_(m.keys), values_(m.values) {
+  V_ = p_->V, E_ = p_->E, A_ = p_->A, Hd_ = p_->Hd, G_ = p_->G, Dv_ = p_->Dv, R_ = p_->R;
+  const bool ok = keys_.defined() && values_.defined() && keys_.dim() == 3 && values_.dim() == 3 &&
+                  fits(keys_, {keys_.size(0), keys_.size(1), A_}) &&
+                  fits(values_, {keys_.size(0), keys_.size(1), Dv_}) && fits(m.lengths, {keys_.size(0)});
+  if (!ok)
+    throw std::invalid_argument("rnnsearch decoder: keys " + shp(keys_) + ", values " + shp(values_) + ", lengths " +
+                                shp(m.lengths) + " (expects keys [B, S, " + std::to_string(A_) + "], values [B, S, " +
+                                std::to_string(Dv_) + "], lengths [B])");
+  B_ = keys_.size(0), S_ = keys_.size(1);
+  Xo_ = Hd_ + Dv_;
   for (int64_t b = 0; b < B_; ++b) {
     const float l = m.lengths.data()[b];
     if (!(l >= 0.0f && l <= float(S_)) || l != std::floor(l))
@@ -145,16 +216,9 @@ RnnSearchStepDecoder::RnnSearchStepDecoder(const RnnSearchStepWeights& w, const 
                                   std::to_string(S_) + "]");
     len_.push_back(int64_t(l));
   }
-  b_ih_ = w.b_ih.defined() ? w.b_ih : Tensor::zeros({G_});
-  b_hh_ = w.b_hh.defined() ? w.b_hh : Tensor::zeros({G_});
-  macs_per_row_ = A_ * Hd_ + G_ * Hd_ + G_ * Xi_ + R_ * Xo_ + V_ * R_ + S_ * (A_ + Dv_);
-  const bool packed = packing == StepPacking::Packed || (packing == StepPacking::Auto && max_rows >= kPackRows);
-  q_ = nn::StepLinear(w.W_a, packed);
-  hh_ = nn::StepLinear(w.w_hh, packed);
-  ih_ = nn::StepLinear(w.w_ih, packed);
-  o_ = nn::StepLinear(w.w_o, packed);
-  y_ = nn::StepLinear(w.w_y, packed);
-  tiles_ = (y_.units() + kTileUnits - 1) / kTileUnits;
+  macs_per_row_ = A_ * Hd_ + G_ * Hd_ + G_ * Dv_ + R_ * Xo_ + V_ * R_ + S_ * (A_ + Dv_) +
+                  (p_->folded ? 0 : E_ * (G_ + R_));
+  tiles_ = (p_->y.units() + kTileUnits - 1) / kTileUnits;
   reserve(std::max<int64_t>(1, max_rows));
 }
 
@@ -162,11 +226,10 @@ void RnnSearchStepDecoder::reserve(int64_t rows) {
   if (rows <= cap_) return;
   cap_ = rows;
   xo_ = Tensor::empty({rows, Xo_});
-  xi_ = Tensor::empty({rows, Xi_});
+  if (!p_->folded) xe_ = Tensor::empty({rows, E_});
   qp_ = Tensor::empty({rows, A_});
   gh_ = Tensor::empty({rows, G_});
   gx_ = Tensor::empty({rows, G_});
-  ghn_ = Tensor::empty({rows, Hd_});
   t_ = Tensor::empty({rows, R_});
   weights_ = Tensor::empty({rows, S_});
   part_max_ = Tensor::empty({rows, tiles_});
@@ -180,11 +243,9 @@ void RnnSearchStepDecoder::attend(int64_t i, int64_t b) {
   const float* q = qp_.data() + i * A;
   const float* kb = keys_.data() + b * S * A;
   const float* hb = values_.data() + b * S * Dv;
-  const float* v = w_.v.data();
-  // e_j = v^T tanh(W_a s + U h_j + b_U); a = softmax over j < L; c = sum_j a_j h_j into both input rows
-  float* c = xo_.data() + i * Xo_ + Hd_;
-  attention::detail::attend_row(q, kb, v, A, hb, Dv, L, S, weights_.data() + i * S, c);
-  std::memcpy(xi_.data() + i * Xi_ + E_, c, size_t(Dv) * sizeof(float));
+  // e_j = v^T tanh(W_a s + U h_j + b_U); a = softmax over j < L; c = sum_j a_j h_j (read by the GRU and the readout)
+  attention::detail::attend_row(q, kb, p_->v.data(), A, hb, Dv, L, S, weights_.data() + i * S,
+                                xo_.data() + i * Xo_ + Hd_);
 }
 
 const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, const DecoderState& state,
@@ -213,13 +274,12 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
   out_.tokens.resize(size_t(N * k));
   out_.log_probs.resize(size_t(N * k));
 
+  const RnnSearchPrepared& p = *p_;
   const float* s = state.tensors[0].data();
-  const float* emb_table = w_.embed.data();
-  const float* b_o = w_.b_o.defined() ? w_.b_o.data() : nullptr;
-  const float* b_y = w_.b_y.defined() ? w_.b_y.data() : nullptr;
-  float *xo = xo_.data(), *xi = xi_.data(), *qp = qp_.data(), *gh = gh_.data(), *gx = gx_.data(), *tt = t_.data();
-  const int64_t E = E_, Hd = Hd_, Dv = Dv_, G = G_, R = R_, A = A_, V = V_, Xo = Xo_, Xi = Xi_, U = y_.units(),
-                T = tiles_;
+  const float* b_y = p.b_y.defined() ? p.b_y.data() : nullptr;
+  float *xo = xo_.data(), *xe = p.folded ? nullptr : xe_.data(), *qp = qp_.data(), *gh = gh_.data(),
+        *gx = gx_.data(), *tt = t_.data();
+  const int64_t E = E_, Hd = Hd_, G = G_, R = R_, A = A_, V = V_, Xo = Xo_, U = p.y.units(), T = tiles_;
   const bool par = num_threads() > 1 && N * macs_per_row_ >= kParallelMacs;
   const int64_t max_threads = par ? num_threads() : 1;
   top_tok_.resize(size_t(max_threads * N * k));
@@ -229,7 +289,9 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
   merge_val_.resize(size_t(max_threads * max_threads * k));
   merge_ord_.resize(size_t(max_threads * max_threads * k));
   float *pmax = part_max_.data(), *psum = part_sum_.data();
-  const int64_t uq = q_.units(), kGruChunk = 64;
+  // the column loop of phase 1: W_a, W_hh, and unfolded the embedding's products
+  const int64_t uq = p.q.units(), uh = uq + p.hh.units(), ui = uh + (p.folded ? 0 : p.ie.units()),
+                u1 = ui + (p.folded ? 0 : p.oe.units()), kGruChunk = 64;
   // Work is handed out in small chunks (schedule dynamic), so that a thread that
   // shares its core with another process takes fewer chunks instead of holding
   // up the barrier (statically split, such a step ran 1.6x slower on 2 threads
@@ -237,44 +299,58 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
 #pragma omp parallel if (par)
   {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    // 1. emb = E[y] into both input rows; qp = s W_a^T and gh = s W_hh^T (one loop over both products' columns)
+    // 1. gx and t start from the previous token's table rows (unfolded: from the biases,
+    // the embedding into xe); qp = s W_a^T and gh = s W_hh^T (one loop over the products' columns)
 #pragma omp for schedule(dynamic, 16) nowait
     for (int64_t i = 0; i < N; ++i) {
-      const float* e = emb_table + int64_t(prev[size_t(i)]) * E;
-      std::memcpy(xi + i * Xi, e, size_t(E) * sizeof(float));
-      std::memcpy(xo + i * Xo + Hd + Dv, e, size_t(E) * sizeof(float));
+      const int64_t y = prev[size_t(i)];
+      if (p.folded) {
+        std::memcpy(gx + i * G, p.t_ih.data() + y * G, size_t(G) * sizeof(float));
+        std::memcpy(tt + i * R, p.t_o.data() + y * R, size_t(R) * sizeof(float));
+      } else {
+        std::memcpy(gx + i * G, p.b_ih.data(), size_t(G) * sizeof(float));
+        std::memcpy(tt + i * R, p.b_o.data(), size_t(R) * sizeof(float));
+        std::memcpy(xe + i * E, p.embed.data() + y * E, size_t(E) * sizeof(float));
+      }
+    }
+    if (!p.folded) {
+#pragma omp barrier
     }
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < uq + hh_.units(); ++u) {
+    for (int64_t u = 0; u < u1; ++u) {
       if (u < uq)
-        q_.apply(N, s, Hd, u, u + 1, qp, A);
+        p.q.apply(N, s, Hd, u, u + 1, qp, A);
+      else if (u < uh)
+        p.hh.apply(N, s, Hd, u - uq, u - uq + 1, gh, G);
+      else if (u < ui)
+        p.ie.apply(N, xe, E, u - uh, u - uh + 1, gx, G, true);
       else
-        hh_.apply(N, s, Hd, u - uq, u - uq + 1, gh, G);
+        p.oe.apply(N, xe, E, u - ui, u - ui + 1, tt, R, true);
     }
     // 2. attention weights and context of each row, from its sentence's keys and values
 #pragma omp for schedule(dynamic, 4)
     for (int64_t i = 0; i < N; ++i) attend(i, rows[size_t(i)]);
-    // 3. gx = [emb; c] W_ih^T
+    // 3. gx += c W_ih[:, E:]^T
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < ih_.units(); ++u) ih_.apply(N, xi, Xi, u, u + 1, gx, G);
-    // 4. s' = GRU(gx, gh, s), hidden units in chunks, every row
+    for (int64_t u = 0; u < p.ihc.units(); ++u) p.ihc.apply(N, xo + Hd, Xo, u, u + 1, gx, G, true);
+    // 4. s' = GRU(gx, gh, s), hidden units in chunks, every row (b_ih is in gx already)
 #pragma omp for schedule(dynamic, 1)
     for (int64_t h0 = 0; h0 < Hd; h0 += kGruChunk) {
       rnn_kernels::GruForward a;
       a.n = N, a.hidden = Hd, a.k_begin = h0, a.k_end = std::min(Hd, h0 + kGruChunk);
-      a.gates = gx, a.gh = gh, a.b_ih = b_ih_.data(), a.b_hh = b_hh_.data(), a.h_prev = s;
-      a.ghn = ghn_.data(), a.y_rows = y_rows_.data(), a.next_rows = next_rows_.data();
+      a.gates = gx, a.gh = gh, a.b_ih = p.zeros_g.data(), a.b_hh = p.b_hh.data(), a.h_prev = s;
+      a.y_rows = y_rows_.data(), a.next_rows = next_rows_.data();  // ghn null: nothing kept for a backward
       rnn_kernels::gru_forward(a);
     }
-    // 5. t = tanh([s'; c; emb] W_o^T + b_o)
+    // 5. t = tanh(t + [s'; c] W_o[:, :Hd+Dv]^T)
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < o_.units(); ++u) {
-      o_.apply(N, xo, Xo, u, u + 1, tt, R);
-      const int64_t c0 = u * nn::StepLinear::kUnit, c1 = c0 + o_.unit_cols(u);
+    for (int64_t u = 0; u < p.o.units(); ++u) {
+      p.o.apply(N, xo, Xo, u, u + 1, tt, R, true);
+      const int64_t c0 = u * nn::StepLinear::kUnit, c1 = c0 + p.o.unit_cols(u);
       for (int64_t i = 0; i < N; ++i) {
         float* row = tt + i * R;
 #pragma omp simd
-        for (int64_t c = c0; c < c1; ++c) row[c] = rnn_math::fast_tanh(row[c] + (b_o ? b_o[c] : 0.0f));
+        for (int64_t c = c0; c < c1; ++c) row[c] = rnn_math::fast_tanh(row[c]);
       }
     }
     // 6. logits = t W_y^T + b_y, tile by tile (rows x 128 logits, in L1): each tile's max and
@@ -296,7 +372,7 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
         for (int64_t i0 = 0; i0 < N; i0 += kTileRows) {
           const int64_t m = std::min(kTileRows, N - i0);
           for (int64_t u = u0; u < u1; ++u)
-            y_.apply_unit(m, tt + i0 * R, R, u, tile + (u - u0) * nn::StepLinear::kUnit, kTileCols);
+            p.y.apply_unit(m, tt + i0 * R, R, u, tile + (u - u0) * nn::StepLinear::kUnit, kTileCols);
           for (int64_t r = 0; r < m; ++r) {
             float* x = tile + r * kTileCols;
             const int64_t i = i0 + r;
@@ -345,9 +421,11 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
 
 }  // namespace
 
-std::unique_ptr<StepDecoder> make_rnnsearch_decoder(const RnnSearchStepWeights& weights, const EncoderMemory& memory,
-                                                    int64_t max_rows, StepPacking packing) {
-  return std::make_unique<RnnSearchStepDecoder>(weights, memory, max_rows, packing);
+std::unique_ptr<StepDecoder> make_rnnsearch_decoder(std::shared_ptr<const PreparedDecoder> prepared,
+                                                    const EncoderMemory& memory, int64_t max_rows) {
+  auto p = std::dynamic_pointer_cast<const RnnSearchPrepared>(prepared);
+  if (!p) throw std::invalid_argument("rnnsearch decoder: the prepared weights are not an rnnsearch decoder's");
+  return std::make_unique<RnnSearchStepDecoder>(std::move(p), memory, max_rows);
 }
 
 }  // namespace attn::models

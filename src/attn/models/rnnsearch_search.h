@@ -3,22 +3,30 @@
 //
 // Legend: B sentences (rows of the encoder memory), N decoder rows of a step
 // (<= max_rows), S source length, E embedding, Dv annotation size, A
-// attention size, Hd decoder size, R readout size, V target vocabulary, k
-// tokens kept per row.
+// attention size, Hd decoder size, G = 3 Hd, R readout size, V target
+// vocabulary, k tokens kept per row.
+//
+// Prepared once for many searches (prepare_rnnsearch_decoder): the weights in
+// the layout the products read, and the embedding's share of two products
+// folded into lookup tables, since the previous token y is one of V ids:
+//   T_ih[y] = E[y] W_ih[:, :E]^T + b_ih        [V, G]
+//   T_o[y]  = E[y] W_o[:, Hd+Dv:]^T + b_o      [V, R]
+// (kMaxFoldedFloats bounds them; above it the products run per step).
 //
 // Per step, with s the previous state and y the previous token of each row:
-//   emb = E[y];  qp = s W_a^T;  gh = s W_hh^T                  (columns of both products)
+//   gx = T_ih[y];  t = T_o[y];  qp = s W_a^T;  gh = s W_hh^T     (rows, then columns of both products)
 //   a, c = softmax_j(v^T tanh(qp + U h_j + b_U)), sum_j a_j h_j  (rows; the sentence's cached keys)
-//   gx = [emb; c] W_ih^T                                         (columns)
-//   s' = GRU gates(gx + b_ih, gh + b_hh, s)                      (hidden units)
-//   t = tanh([s'; c; emb] W_o^T + b_o)                           (columns, bias and tanh on the fly)
+//   gx += c W_ih[:, E:]^T                                        (columns)
+//   s' = GRU gates(gx, gh + b_hh, s)                             (hidden units)
+//   t = tanh(t + [s'; c] W_o[:, :Hd+Dv]^T)                       (columns, tanh on the fly)
 //   logits = t W_y^T + b_y, in tiles of rows x 128 logits        (columns)
 //     per tile: its max and sum exp(logit - max), and a running top k of each row
 //   lse = combined over the tiles; the k best logits, log p = logit - lse  (rows)
 // the same equations as RnnSearch::step() (tests/test_search_step.cpp holds
-// them equal), but:
-//  - each product reads weights prepared once per search (nn/step_linear.h):
-//    row-major for a few rows, packed panels for many, never re-packed per step;
+// them equal up to rounding), but:
+//  - each product reads weights prepared once (nn/step_linear.h): row-major
+//    for a few rows, packed panels for many, never re-packed per step, and
+//    the folded tables take 10% of a step's multiply-adds off (lean model);
 //  - the phases run in one OpenMP region separated by barriers, instead of
 //    a dozen ops with a team wake-up and a fresh output tensor each;
 //  - buffers are allocated once per search for max_rows rows;
@@ -47,14 +55,27 @@ struct RnnSearchStepWeights {
   Tensor w_y, b_y;      // [V, R] vocabulary projection, [V] or undefined
 };
 
-// How the decoder lays out its weights (Auto: packed from kPackRows rows on).
-enum class StepPacking { Auto, RowMajor, Packed };
-constexpr int64_t kPackRows = 16;
+// How the products read their weights: RowMajor streams each weight once per
+// product (a few rows), Packed copies them into rnn_gemm's column panels once.
+enum class StepPacking { RowMajor, Packed };
+constexpr int64_t kPackRows = 16;  // RnnSearch packs for searches of this many rows or more
 
-// memory: keys [B, S, A] (U h + b_U), values [B, S, Dv], lengths [B] as
-// RnnSearch::encode() returns them. Throws std::invalid_argument on shapes
-// that do not fit together.
-std::unique_ptr<StepDecoder> make_rnnsearch_decoder(const RnnSearchStepWeights& weights, const EncoderMemory& memory,
-                                                    int64_t max_rows, StepPacking packing = StepPacking::Auto);
+// The folded tables are built when together they hold at most this many
+// floats (256 MB; 14.3M floats for the lean model's V 8000, Hd 512, R 256).
+constexpr int64_t kMaxFoldedFloats = int64_t(64) << 20;
+
+// Checks the weights' shapes (std::invalid_argument) and prepares them: the
+// result holds copies, so it stays valid whatever happens to the parameters
+// afterwards (and goes stale when they change). fold = false keeps the
+// embedding's products per step (tests compare both).
+std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearchStepWeights& weights,
+                                                                 StepPacking packing, bool fold = true);
+
+// A decoder over `memory` (keys [B, S, A] = U h + b_U, values [B, S, Dv],
+// lengths [B] as RnnSearch::encode() returns them) for at most max_rows rows
+// per step. Throws std::invalid_argument when the memory does not fit the
+// weights or `prepared` is not prepare_rnnsearch_decoder()'s.
+std::unique_ptr<StepDecoder> make_rnnsearch_decoder(std::shared_ptr<const PreparedDecoder> prepared,
+                                                    const EncoderMemory& memory, int64_t max_rows);
 
 }  // namespace attn::models

@@ -71,9 +71,15 @@ private:
 
 }  // namespace
 
-std::unique_ptr<StepDecoder> Seq2SeqModel::decoder(const EncoderMemory& memory, int64_t max_rows) const {
-  (void)max_rows;
+std::unique_ptr<StepDecoder> Seq2SeqModel::decoder(const EncoderMemory& memory, int64_t max_rows,
+                                                   std::shared_ptr<const PreparedDecoder> prepared) const {
+  (void)max_rows, (void)prepared;
   return std::make_unique<StepwiseDecoder>(*this, memory);
+}
+
+std::shared_ptr<const PreparedDecoder> Seq2SeqModel::prepare_decoder(int64_t max_rows) const {
+  (void)max_rows;
+  return nullptr;
 }
 
 std::unique_ptr<Seq2SeqModel> make_model(const ModelConfig& config, Rng& init, uint64_t dropout_seed) {

@@ -72,6 +72,15 @@ public:
                               int64_t k) = 0;
 };
 
+// Weights a model lays out once for any number of searches (packed panels,
+// the embedding's products folded into lookup tables): made by
+// Seq2SeqModel::prepare_decoder(), opaque to everyone else. They are copies:
+// valid while the model's parameters stay unchanged.
+class PreparedDecoder {
+public:
+  virtual ~PreparedDecoder() = default;
+};
+
 struct LossOptions {
   float label_smoothing = 0.0f;  // PyTorch's label_smoothing of cross-entropy
 };
@@ -91,7 +100,16 @@ public:
   // the memory rows that the step's rows select and takes the top k of its
   // log-probabilities; RnnSearch fuses the whole step (rnnsearch_search.h).
   // No autograd: call it under NoGradGuard, with the model in eval mode.
-  virtual std::unique_ptr<StepDecoder> decoder(const EncoderMemory& memory, int64_t max_rows) const;
+  // `prepared` (from prepare_decoder(), or nullptr: the decoder prepares its
+  // own) lets many searches share the weight preparation.
+  virtual std::unique_ptr<StepDecoder> decoder(const EncoderMemory& memory, int64_t max_rows,
+                                               std::shared_ptr<const PreparedDecoder> prepared = nullptr) const;
+
+  // The weights decoder() reads, laid out once for searches of up to
+  // max_rows rows, for callers that run many searches with unchanged
+  // parameters (translate_lines, `attn translate`, the decode benchmark).
+  // nullptr when the model has nothing to prepare (the default).
+  virtual std::shared_ptr<const PreparedDecoder> prepare_decoder(int64_t max_rows) const;
 
   // Teacher forcing: the features the vocabulary projection reads, for every
   // target position, time-major: b.tgt_in [B, T] -> [T * B, R] (row t * B + b

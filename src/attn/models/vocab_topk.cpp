@@ -45,11 +45,14 @@ void top_k_add(TopKList& list, const float* x, int64_t count, int first_token, f
   for (; j + kLanes <= count; j += kLanes) {
     const vf yv = sub(load(x + j), vshift);
     // until the list is full every value enters; then only those above its last
-    const unsigned hit = list.n < list.k ? ~0u : bits(lt(set1(list.values[list.k - 1]), yv));
+    unsigned hit = list.n < list.k ? (1u << kLanes) - 1u : bits(lt(set1(list.values[list.k - 1]), yv));
     if (!hit) continue;
     store(y, yv);
-    for (int l = 0; l < kLanes; ++l)
-      if (((hit >> l) & 1u) && list.enters(y[l])) list.insert(first_token + int(j) + l, y[l]);
+    // visit only the lanes above the threshold, in token order (the list's tie rule)
+    for (; hit; hit &= hit - 1u) {
+      const int l = __builtin_ctz(hit);
+      if (list.enters(y[l])) list.insert(first_token + int(j) + l, y[l]);
+    }
   }
   for (; j < count; ++j) {
     const float yv = x[j] - shift;

@@ -7,7 +7,9 @@
 namespace attn::rnn_kernels {
 namespace {
 
-template <class M>
+// Save = false (inference): the gates and W_hn h + b_hn are not written back,
+// 4 of the 13 row streams of a decoding step's gate pass.
+template <class M, bool Save>
 void gru_forward_impl(const GruForward& a) {
   const int64_t H = a.hidden, G = 3 * H;
   for (int64_t j = 0; j < a.n; ++j) {
@@ -16,7 +18,7 @@ void gru_forward_impl(const GruForward& a) {
     const float* __restrict bi = a.b_ih;
     const float* __restrict bh = a.b_hh;
     const float* __restrict hp = a.h_prev + j * H;
-    float* __restrict hn_out = a.ghn + j * H;
+    float* __restrict hn_out = Save ? a.ghn + j * H : nullptr;
     float* __restrict y = a.y_rows[j];
     float* __restrict nx = a.next_rows[j];
 #pragma omp simd
@@ -26,10 +28,12 @@ void gru_forward_impl(const GruForward& a) {
       float hn = gh[2 * H + k] + bh[2 * H + k];  // W_hn h + b_hn
       float nn = M::tanh(g[2 * H + k] + bi[2 * H + k] + r * hn);
       float h = nn + z * (hp[k] - nn);  // (1 - z) n + z h
-      g[k] = r;
-      g[H + k] = z;
-      g[2 * H + k] = nn;
-      hn_out[k] = hn;
+      if constexpr (Save) {
+        g[k] = r;
+        g[H + k] = z;
+        g[2 * H + k] = nn;
+        hn_out[k] = hn;
+      }
       y[k] = h;
       nx[k] = h;
     }
@@ -129,10 +133,11 @@ void lstm_backward_impl(const LstmBackward& a) {
 }  // namespace
 
 void gru_forward(const GruForward& a, Math math) {
+  const bool save = a.ghn != nullptr;
   if (math == Math::Fast)
-    gru_forward_impl<rnn_math::FastMath>(a);
+    save ? gru_forward_impl<rnn_math::FastMath, true>(a) : gru_forward_impl<rnn_math::FastMath, false>(a);
   else
-    gru_forward_impl<rnn_math::ExactMath>(a);
+    save ? gru_forward_impl<rnn_math::ExactMath, true>(a) : gru_forward_impl<rnn_math::ExactMath, false>(a);
 }
 
 void gru_backward(const GruBackward& a) { gru_backward_impl(a); }

@@ -34,12 +34,12 @@ enum class Math { Fast, Exact };
 struct GruForward {
   int64_t n = 0, hidden = 0;
   int64_t k_begin = 0, k_end = 0;  // hidden units covered, 0 <= k_begin <= k_end <= H
-  float* gates = nullptr;              // [n, 3H] in: x W_ih^T; out: r, z, n (saved)
+  float* gates = nullptr;              // [n, 3H] in: x W_ih^T; out: r, z, n (saved unless ghn is null)
   const float* gh = nullptr;           // [n, 3H] h W_hh^T
   const float* b_ih = nullptr;         // [3H]
   const float* b_hh = nullptr;         // [3H]
   const float* h_prev = nullptr;       // [n, H]
-  float* ghn = nullptr;                // [n, H] out: W_hn h + b_hn (saved)
+  float* ghn = nullptr;                // [n, H] out: W_hn h + b_hn (saved); null: inference, nothing saved
   float* const* y_rows = nullptr;      // [n] row j's h' goes to y_rows[j][0:H] ...
   float* const* next_rows = nullptr;   // [n] ... and to next_rows[j][0:H] (next h_prev, or h_n)
 };

@@ -1,7 +1,8 @@
 // x W^T for a weight that many consecutive products share: the linear maps
 // of a decoder step, applied once per step of a search with the same weights.
 //
-// Prepared once per search. With few rows per product (batch-1 greedy or
+// Prepared once for many searches (models/rnnsearch_search.h) or once per
+// training batch (models/rnnsearch_decoder.cpp). With few rows per product (batch-1 greedy or
 // beam search) the weight stays in its own row-major layout and rows_gemm
 // streams it once per product; with many rows it is copied once into
 // rnn_gemm's column panels, so that no product re-packs it (a BLAS call packs
