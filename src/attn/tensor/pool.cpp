@@ -5,6 +5,7 @@
 #include <mutex>
 #include <new>
 #include <unordered_map>
+#include <sys/mman.h>
 #include <vector>
 
 namespace attn::pool {
@@ -27,6 +28,7 @@ size_t size_class(size_t bytes) {
 // classes used least recently are freed first; a run of one shape keeps all
 // of its blocks (its cache never exceeds its peak).
 constexpr size_t kMinCacheLimit = size_t(256) << 20;
+constexpr size_t kHugePage = size_t(2) << 20;
 
 struct FreeList {
   std::vector<void*> blocks;
@@ -87,8 +89,14 @@ void* allocate(size_t bytes) {
     ++s.stats.system_allocs;
     evict_for(s, 0);  // a new block raises the footprint: shed stale classes first
   }
-  void* p = std::aligned_alloc(64, cls);
+  // Blocks of 2 MiB and more start on a 2 MiB boundary and ask for transparent
+  // huge pages (the kernel's THP mode here is "madvise"): one TLB entry then
+  // covers 512 pages of a packed weight or an activation, and the first touch
+  // faults once per 2 MiB instead of once per 4 KiB.
+  const bool huge = cls >= kHugePage;
+  void* p = std::aligned_alloc(huge ? kHugePage : 64, huge ? (cls + kHugePage - 1) / kHugePage * kHugePage : cls);
   if (!p) throw std::bad_alloc();
+  if (huge) ::madvise(p, cls, MADV_HUGEPAGE);  // advice only: without THP it changes nothing
   return p;
 }
 
