@@ -9,14 +9,38 @@
 
 #include "attn/attention/simd.h"
 
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
 namespace attn::attention::detail {
 
-// sum_a v[a] tanh(qp[a] + kp[a]) over a < A, vectorised
-inline float score_row(const float* qp, const float* kp, const float* v, int64_t A) {
+// Fetches the 64-byte lines [line, end) of p into L2 (no-op without SSE).
+inline void prefetch_l2(const char* p, int64_t line, int64_t end) {
+#if defined(__SSE__)
+  for (; line < end; ++line) _mm_prefetch(p + line * 64, _MM_HINT_T1);
+#else
+  (void)p, (void)line, (void)end;
+#endif
+}
+
+// sum_a v[a] tanh(qp[a] + kp[a]) over a < A, vectorised. The loop is bound by
+// the tanh's arithmetic, so it also fetches pf_bytes from pf into L2 on the
+// way (the values the caller reads next), spread over its iterations.
+inline float score_row(const float* qp, const float* kp, const float* v, int64_t A, const void* pf = nullptr,
+                       int64_t pf_bytes = 0) {
   using namespace simd;
   vf acc = zero();
   int64_t a = 0;
-  for (; a + kLanes <= A; a += kLanes) acc = fmadd(load(v + a), simd::tanh(add(load(qp + a), load(kp + a))), acc);
+  const char* pfc = static_cast<const char*>(pf);
+  const int64_t lines = pf ? (pf_bytes + 63) / 64 : 0, iters = std::max<int64_t>(1, A / kLanes),
+                per_iter = (lines + iters - 1) / iters;
+  int64_t line = 0;
+  for (; a + kLanes <= A; a += kLanes, line += per_iter) {
+    prefetch_l2(pfc, line, std::min(lines, line + per_iter));
+    acc = fmadd(load(v + a), simd::tanh(add(load(qp + a), load(kp + a))), acc);
+  }
+  if (line < lines) prefetch_l2(pfc, line, lines);
   float s = reduce_add(acc);
   for (; a < A; ++a) s += v[a] * std::tanh(qp[a] + kp[a]);
   return s;
@@ -48,10 +72,17 @@ inline void score_row_backward(const float* qp, const float* kp, const float* v,
 //   w_j = softmax_j(v^T tanh(qp + kp_j)) for j < L, 0 for L <= j < S (all 0 when L == 0)
 //   c   = sum_j w_j h_j
 // qp [A], kp [S, A] and h [S, Dv] row-major; writes w [S] and c [Dv].
+// Memory and arithmetic overlap: scoring key j (arithmetic-bound) fetches value
+// row j into L2, and the context sum (bound by reading the values) fetches
+// next_kp [next_kp_floats], the keys of the caller's next query, if any. At
+// batch 64, 50 keys of 512 and values of 1024 (20 MB per step) that took the
+// row loop from ~1.0 to ~0.8 ms.
 inline void attend_row(const float* qp, const float* kp, const float* v, int64_t A, const float* h, int64_t Dv,
-                       int64_t L, int64_t S, float* w, float* c) {
+                       int64_t L, int64_t S, float* w, float* c, const float* next_kp = nullptr,
+                       int64_t next_kp_floats = 0) {
   float mx = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < L; ++j) mx = std::max(mx, w[j] = score_row(qp, kp + j * A, v, A));
+  for (int64_t j = 0; j < L; ++j)
+    mx = std::max(mx, w[j] = score_row(qp, kp + j * A, v, A, h + j * Dv, Dv * int64_t(sizeof(float))));
   float sum = 0.0f;
   for (int64_t j = 0; j < L; ++j) sum += (w[j] = std::exp(w[j] - mx));
   const float inv = L > 0 ? 1.0f / sum : 0.0f;
@@ -59,8 +90,12 @@ inline void attend_row(const float* qp, const float* kp, const float* v, int64_t
   std::fill(w + L, w + S, 0.0f);
   // c = sum_j w_j h_j, streaming the values once: four rows per pass over c
   std::fill(c, c + Dv, 0.0f);
-  int64_t j = 0;
-  for (; j + 4 <= L; j += 4) {
+  const char* nk = reinterpret_cast<const char*>(next_kp);
+  const int64_t nk_lines = next_kp ? (next_kp_floats * int64_t(sizeof(float)) + 63) / 64 : 0,
+                nk_per_pass = (nk_lines + std::max<int64_t>(1, L / 4) - 1) / std::max<int64_t>(1, L / 4);
+  int64_t j = 0, nk_line = 0;
+  for (; j + 4 <= L; j += 4, nk_line += nk_per_pass) {
+    prefetch_l2(nk, nk_line, std::min(nk_lines, nk_line + nk_per_pass));
     const float a0 = w[j], a1 = w[j + 1], a2 = w[j + 2], a3 = w[j + 3];
     const float *h0 = h + j * Dv, *h1 = h0 + Dv, *h2 = h1 + Dv, *h3 = h2 + Dv;
 #pragma omp simd

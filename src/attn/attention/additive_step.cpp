@@ -56,7 +56,9 @@ AdditiveStepOutput additive_step(const Tensor& query, const Tensor& keys_proj, c
   for (int64_t b = 0; b < B; ++b) {
     const int64_t len = plen ? int64_t(plen[b]) : Lk;
     // e_j = v^T tanh(W1 s + U h_j); a = softmax over j < len; c = sum_j a_j h_j
-    attend_row(pqp + b * A, pkp + b * Lk * A, pv, A, pval + b * Lk * Dv, Dv, len, Lk, pw + b * Lk, pctx + b * Dv);
+    const bool more = b + 1 < B;  // the next row's keys are fetched during this row's context sum
+    attend_row(pqp + b * A, pkp + b * Lk * A, pv, A, pval + b * Lk * Dv, Dv, len, Lk, pw + b * Lk, pctx + b * Dv,
+               more ? pkp + (b + 1) * Lk * A : nullptr, more ? (plen ? int64_t(plen[b + 1]) : Lk) * A : 0);
   }
 
   AdditiveStepOutput out{ctx, w};

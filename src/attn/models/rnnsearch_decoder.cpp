@@ -139,8 +139,10 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
 #pragma omp parallel for schedule(static) if (par_att)
     for (int64_t b = 0; b < B; ++b) {
       // e_j = v^T tanh(W1 s + kp_j); a = softmax over j < L; c = sum_j a_j h_j
+      const bool more = b + 1 < B;  // the next sentence's keys are fetched during this one's context sum
       attention::detail::attend_row(q + b * A, pk + b * S * A, pv, A, pval + b * S * Dv, Dv, len[size_t(b)], S,
-                                    wt + b * S, ctx + b * Dv);
+                                    wt + b * S, ctx + b * Dv, more ? pk + (b + 1) * S * A : nullptr,
+                                    more ? len[size_t(b + 1)] * A : 0);
     }
     // gates += c_t W_ic^T (the context half of the input projection)
     apply_all(ic_lin, B, ctx, Dv, g, G, true);

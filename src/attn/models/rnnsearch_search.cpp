@@ -110,7 +110,8 @@ public:
 private:
   void reserve(int64_t rows);
   // Row i of sentence b: attention weights and context from qp_ row i.
-  void attend(int64_t i, int64_t b);
+  // next: the sentence of the row after i (-1: none), whose keys are fetched meanwhile.
+  void attend(int64_t i, int64_t b, int64_t next);
 
   std::shared_ptr<const RnnSearchPrepared> p_;
   Tensor keys_, values_;
@@ -238,14 +239,15 @@ void RnnSearchStepDecoder::reserve(int64_t rows) {
   next_rows_.resize(size_t(rows));
 }
 
-void RnnSearchStepDecoder::attend(int64_t i, int64_t b) {
+void RnnSearchStepDecoder::attend(int64_t i, int64_t b, int64_t next) {
   const int64_t L = len_[size_t(b)], S = S_, A = A_, Dv = Dv_;
   const float* q = qp_.data() + i * A;
   const float* kb = keys_.data() + b * S * A;
   const float* hb = values_.data() + b * S * Dv;
   // e_j = v^T tanh(W_a s + U h_j + b_U); a = softmax over j < L; c = sum_j a_j h_j (read by the GRU and the readout)
   attention::detail::attend_row(q, kb, p_->v.data(), A, hb, Dv, L, S, weights_.data() + i * S,
-                                xo_.data() + i * Xo_ + Hd_);
+                                xo_.data() + i * Xo_ + Hd_, next >= 0 ? keys_.data() + next * S * A : nullptr,
+                                next >= 0 ? len_[size_t(next)] * A : 0);
 }
 
 const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, const DecoderState& state,
@@ -329,7 +331,11 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
     }
     // 2. attention weights and context of each row, from its sentence's keys and values
 #pragma omp for schedule(dynamic, 4)
-    for (int64_t i = 0; i < N; ++i) attend(i, rows[size_t(i)]);
+    for (int64_t i = 0; i < N; ++i) {
+      // beams of one sentence are neighbours: fetch keys only when the next row changes sentence
+      const int64_t b = rows[size_t(i)], next = i + 1 < N && rows[size_t(i + 1)] != b ? rows[size_t(i + 1)] : -1;
+      attend(i, b, next);
+    }
     // 3. gx += c W_ih[:, E:]^T
 #pragma omp for schedule(dynamic, 1)
     for (int64_t u = 0; u < p.ihc.units(); ++u) p.ihc.apply(N, xo + Hd, Xo, u, u + 1, gx, G, true);
