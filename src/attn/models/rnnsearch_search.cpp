@@ -388,7 +388,7 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
             pmax[i * T + g] = st.max;
             psum[i * T + g] = st.sum;
             TopKList list{ttok + i * k, tval + i * k, k, tn[i]};
-            top_k_add(list, x, cols, int(o0));
+            if (list.enters(st.max)) top_k_add(list, x, cols, int(o0));  // else no logit of the tile enters
             tn[i] = list.n;
           }
         }
