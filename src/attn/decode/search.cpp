@@ -128,8 +128,12 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
   };
   std::vector<Candidate> cands;
   for (int64_t step = 0; !act.empty(); ++step) {
-    // the best 2K extensions of each row: the sentence's best 2K are among them
-    const int64_t want = std::min<int64_t>(2 * K, model.config().tgt_vocab);
+    // The best K + 1 extensions of each row suffice: a sentence continues with its first K
+    // non-EOS candidates in rank order, and a row's K + 1 best hold at least K that are not
+    // EOS (a row has one EOS token), so no candidate ranked lower in its row can come before
+    // the sentence's K-th continuation. (fairseq draws 2K per sentence; K + 1 per row gives
+    // the same continuations and ends, with less top-k work per step.)
+    const int64_t want = std::min<int64_t>(K + 1, model.config().tgt_vocab);
     const models::StepTop& out = decoder->step(rows, state, prev, want);
     std::vector<int64_t> parents, next_act, next_rows;
     std::vector<Hypothesis> next_beams;
@@ -149,7 +153,8 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
       }
       r0 = r1;
       std::sort(cands.begin(), cands.end(), better);
-      if (int64_t(cands.size()) > want) cands.resize(size_t(want));
+      // at most K are EOS (one per row), so the best 2K hold the K continuations
+      if (int64_t(cands.size()) > 2 * K) cands.resize(size_t(2 * K));
       const bool at_limit = step + 1 >= max_steps(o, src_len);
       std::vector<Hypothesis> cont;
       std::vector<int64_t> cont_parent;

@@ -1,6 +1,6 @@
 // What a search needs from a step's distribution over the vocabulary: the
 // log-sum-exp of each row of logits, and the k most probable tokens with
-// their log-probabilities. Greedy search keeps one token and beam search 2K
+// their log-probabilities. Greedy search keeps one token and beam search K + 1
 // per row, so log p is never materialised for the whole vocabulary (at beam
 // 5, batch 64 that was a [320, 8000] tensor written and re-read per step).
 //
