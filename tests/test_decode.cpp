@@ -93,6 +93,106 @@ TEST_P(Search, BeamOneEqualsGreedy) {
   EXPECT_GT(lengths_seen, 1);
 }
 
+// Beam search written out over the full distribution: step() for the live
+// hypotheses of one sentence, every (hypothesis, token) ranked, the same rules
+// as search.h states them (an EOS among the top K ranks completes a hypothesis,
+// the first K other candidates continue; done when the best candidate is EOS
+// and n-best are complete, or at the length limit).
+std::vector<decode::Hypothesis> reference_beam(const models::Seq2SeqModel& m, const Tensor& src1, int64_t len,
+                                               const decode::SearchOptions& o) {
+  NoGradGuard no_grad;
+  const int64_t K = o.beam, V = m.config().tgt_vocab;
+  const int64_t limit = std::max<int64_t>(1, int64_t(o.max_len_ratio * double(len)) + o.max_len_offset);
+  models::Encoded e = m.encode(src1, {len});
+  std::vector<decode::Hypothesis> live(1), done;
+  models::DecoderState state = e.state;
+  auto finalize = [&](decode::Hypothesis& h) {
+    const double n = double(h.tokens.size() + (h.finished ? 1 : 0));
+    h.score = o.length_penalty == 0 ? h.log_prob : h.log_prob / std::pow(n, o.length_penalty);
+  };
+  for (int64_t step = 0;; ++step) {
+    const int64_t N = int64_t(live.size());
+    Tensor prev = Tensor::empty({N});
+    for (int64_t r = 0; r < N; ++r) prev.data()[r] = float(live[size_t(r)].tokens.empty() ? data::kBos : live[size_t(r)].tokens.back());
+    models::StepOutput out = m.step(models::select_rows(e.memory, std::vector<int64_t>(size_t(N), 0)), state, prev);
+    struct C {
+      double score;
+      float lp;
+      int64_t row;
+      int token;
+    };
+    std::vector<C> c;
+    for (int64_t r = 0; r < N; ++r)
+      for (int64_t v = 0; v < V; ++v) {
+        const float lp = out.log_probs.data()[r * V + v];
+        c.push_back({live[size_t(r)].log_prob + double(lp), lp, r, int(v)});
+      }
+    std::sort(c.begin(), c.end(), [](const C& a, const C& b) {
+      if (a.score != b.score) return a.score > b.score;
+      if (a.lp != b.lp) return a.lp > b.lp;
+      if (a.row != b.row) return a.row < b.row;
+      return a.token < b.token;
+    });
+    std::vector<decode::Hypothesis> next;
+    std::vector<int64_t> parents;
+    for (size_t rank = 0; rank < c.size() && int64_t(next.size()) < K; ++rank) {
+      decode::Hypothesis h = live[size_t(c[rank].row)];
+      h.log_prob = c[rank].score;
+      if (c[rank].token == data::kEos) {
+        if (int64_t(rank) < K) {
+          h.finished = true;
+          finalize(h);
+          done.push_back(h);
+        }
+        continue;
+      }
+      h.tokens.push_back(c[rank].token);
+      next.push_back(h);
+      parents.push_back(c[rank].row);
+    }
+    const bool top_ended = c[0].token == data::kEos;
+    if ((top_ended && int64_t(done.size()) >= o.nbest) || step + 1 >= limit || next.empty()) {
+      if (!top_ended)
+        for (auto& h : next) finalize(h), done.push_back(h);
+      std::stable_sort(done.begin(), done.end(), [](const auto& x, const auto& y) { return x.score > y.score; });
+      done.resize(std::min(done.size(), size_t(o.nbest)));
+      return done;
+    }
+    state = models::select_rows(out.state, parents);
+    live = next;
+  }
+}
+
+// The search asks each decoder row for only its K + 1 best tokens; the
+// reference ranks the whole vocabulary: the same n-best, scores equal up to
+// the fused step's rounding.
+TEST_P(Search, BeamMatchesFullVocabularyReference) {
+  auto m = make(GetParam(), 6);
+  Sources s = random_sources(8, 26, m->config().src_vocab);
+  for (int beam : {2, 4}) {
+    decode::SearchOptions o;
+    o.beam = beam;
+    o.nbest = beam;
+    o.alignments = false;
+    auto got = decode::beam_search(*m, s.src, s.lengths, o);
+    int finished = 0;
+    for (int64_t b = 0; b < int64_t(s.lengths.size()); ++b) {
+      const int64_t S = s.src.size(1);
+      Tensor one = Tensor::from(std::vector<float>(s.src.data() + b * S, s.src.data() + (b + 1) * S), {1, S});
+      auto want = reference_beam(*m, one, s.lengths[size_t(b)], o);
+      const auto& g = got[size_t(b)].hypotheses;
+      ASSERT_EQ(g.size(), want.size()) << "beam " << beam << " sentence " << b;
+      for (size_t i = 0; i < g.size(); ++i) {
+        EXPECT_EQ(g[i].tokens, want[i].tokens) << "beam " << beam << " sentence " << b << " rank " << i;
+        EXPECT_EQ(g[i].finished, want[i].finished);
+        EXPECT_NEAR(g[i].log_prob, want[i].log_prob, 1e-4);
+        finished += g[i].finished;
+      }
+    }
+    EXPECT_GT(finished, 0) << "beam " << beam;
+  }
+}
+
 // Every hypothesis' log_prob equals the teacher-forced log-probability of its
 // tokens (+ EOS), its score the normalised log_prob; n-best is sorted and distinct.
 TEST_P(Search, NbestScoresMatchTeacherForcedRescoring) {
