@@ -15,7 +15,7 @@
 #include "attn/attention/simd.h"
 #include "attn/models/vocab_topk.h"
 #include "attn/nn/rnn_kernels.h"
-#include "attn/nn/rnn_math.h"
+#include "attn/tensor/fast_math.h"
 #include "attn/nn/step_linear.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
@@ -358,7 +358,7 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
       for (int64_t i = 0; i < N; ++i) {
         float* row = tt + i * R;
 #pragma omp simd
-        for (int64_t c = c0; c < c1; ++c) row[c] = rnn_math::fast_tanh(row[c]);
+        for (int64_t c = c0; c < c1; ++c) row[c] = fast_math::fast_tanh(row[c]);
       }
     }
     // 6. logits = t W_y^T + b_y, tile by tile (rows x 128 logits, in L1): each tile's max and

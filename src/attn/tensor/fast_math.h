@@ -1,4 +1,5 @@
-// Vectorisable fp32 activations for the recurrent gate kernels (rnn_kernels.cpp).
+// Vectorisable fp32 activations: the recurrent gate kernels (nn/rnn_kernels.cpp),
+// the search step (models/rnnsearch_search.cpp) and the engine's tanh / sigmoid ops.
 //
 // std::exp / std::tanh are calls into libm that GCC does not vectorise without
 // -ffast-math; the gate loops evaluate three or four of them per element, so
@@ -19,7 +20,7 @@
 #include <cmath>
 #include <cstdint>
 
-namespace attn::rnn_math {
+namespace attn::fast_math {
 
 // e^x. Range reduction x = k ln2 + r (|r| <= ln2/2, ln2 split in two parts for
 // exactness), degree-6 polynomial for e^r, then 2^k built in the exponent bits.
@@ -74,4 +75,4 @@ struct ExactMath {
   static float tanh(float x) { return float(std::tanh(double(x))); }
 };
 
-}  // namespace attn::rnn_math
+}  // namespace attn::fast_math
