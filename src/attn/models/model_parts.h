@@ -19,6 +19,9 @@ void check_source(const char* who, const Tensor& src, const std::vector<int64_t>
 std::shared_ptr<nn::Embedding> make_embedding(int64_t vocab, const ModelConfig& c, Rng& rng);
 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)), PyTorch's Linear init
 Tensor uniform_param(const Shape& shape, int64_t fan_in, Rng& rng);
+// The columns [c0, c0 + cols) of w [rows, ld] as a contiguous [rows, cols] copy, or
+// transposed [cols, rows] (the weights a decoder's step products read). No autograd.
+Tensor columns(const Tensor& w, int64_t c0, int64_t cols, bool transposed = false);
 
 struct EncoderRun {
   Tensor output;        // [B, S, D*H] the last layer's outputs (forward features, then reverse)

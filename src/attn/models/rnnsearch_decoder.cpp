@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attn/attention/additive_kernels.h"
+#include "attn/models/model_parts.h"
 #include "attn/nn/step_linear.h"
 #include "attn/nn/rnn_kernels.h"
 #include "attn/tensor/kernels.h"
@@ -41,24 +42,6 @@ void apply_all(const nn::StepLinear& lin, int64_t m, const float* a, int64_t lda
   const bool par = m > 1 && m * lin.out() * lin.in() > kParallelGrain * 32;
 #pragma omp parallel for schedule(static) if (par)
   for (int64_t u = 0; u < U; ++u) lin.apply(m, a, lda, u, u + 1, c, ldc, accumulate);
-}
-
-// The columns [c0, c0 + cols) of w [rows, ld] as a contiguous [rows, cols] tensor
-// (transposed: [cols, rows]).
-Tensor columns(const Tensor& w, int64_t c0, int64_t cols, bool transposed) {
-  const int64_t rows = w.size(0), ld = w.size(1);
-  Tensor out = Tensor::empty(transposed ? Shape{cols, rows} : Shape{rows, cols});
-  const float* src = w.data();
-  float* dst = out.data();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) {
-      const float x = src[r * ld + c0 + c];
-      if (transposed)
-        dst[c * rows + r] = x;
-      else
-        dst[r * cols + c] = x;
-    }
-  return out;
 }
 
 struct Dims {
@@ -114,7 +97,7 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
 
   // The per-step products reuse weights packed once per batch (nn/step_linear.h):
   // a BLAS call would re-pack the whole weight at every step (~25% of a step).
-  const nn::StepLinear q_lin(w.W1, true), hh_lin(w.w_hh, true), ic_lin(columns(w.w_ih, E, Dv, false), true);
+  const nn::StepLinear q_lin(w.W1, true), hh_lin(w.w_hh, true), ic_lin(detail::columns(w.w_ih, E, Dv), true);
   const int64_t uq = q_lin.units(), uh = hh_lin.units();
   const bool par_hq = B > 1 && B * (A + G) * Hd > kParallelGrain * 32;
 
@@ -189,8 +172,8 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
         Tensor zero_row = Tensor::zeros({Hd});
         std::vector<const float*> dy_rows(static_cast<size_t>(B));
         // per-step products with weights packed once (as in the forward): x W = x (W^T)^T
-        const nn::StepLinear hh_t(columns(w_hh, 0, Hd, true), true), ic_t(columns(w_ih, E, Dv, true), true),
-            q_t(columns(W1, 0, Hd, true), true);
+        const nn::StepLinear hh_t(detail::columns(w_hh, 0, Hd, true), true), ic_t(detail::columns(w_ih, E, Dv, true), true),
+            q_t(detail::columns(W1, 0, Hd, true), true);
         const float *pk = keys.data(), *pval = values.data(), *pv = v.data();
         float *pdk = dkeys.data(), *pdval = dvalues.data();
         const bool par_att = B > 1 && B * S * (A + Dv) > kParallelGrain;

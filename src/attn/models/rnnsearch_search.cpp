@@ -13,6 +13,7 @@
 
 #include "attn/attention/additive_kernels.h"
 #include "attn/attention/simd.h"
+#include "attn/models/model_parts.h"
 #include "attn/models/vocab_topk.h"
 #include "attn/nn/rnn_kernels.h"
 #include "attn/tensor/fast_math.h"
@@ -76,15 +77,6 @@ float lse_of_tiles(const float* tmax, const float* tsum, int64_t n) {
   float sum = reduce_add(vs);
   for (; j < n; ++j) sum += tsum[j] * std::exp(tmax[j] - mx);
   return mx + std::log(sum);
-}
-
-// w [rows, K] -> its columns [c0, c1) as a contiguous [rows, c1 - c0] copy
-Tensor columns(const Tensor& w, int64_t c0, int64_t c1) {
-  const int64_t rows = w.size(0), K = w.size(1), n = c1 - c0;
-  Tensor out = Tensor::empty({rows, n});
-  for (int64_t r = 0; r < rows; ++r)
-    std::memcpy(out.data() + r * n, w.data() + r * K + c0, size_t(n) * sizeof(float));
-  return out;
 }
 
 // bias [n] or undefined (zeros) -> a defined copy
@@ -171,8 +163,8 @@ std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearch
   p->zeros_g = Tensor::zeros({G});
   p->q = nn::StepLinear(w.W_a.detach().clone(), packed);
   p->hh = nn::StepLinear(w.w_hh.detach().clone(), packed);
-  p->ihc = nn::StepLinear(columns(w.w_ih, E, Xi), packed);
-  p->o = nn::StepLinear(columns(w.w_o, 0, Hd + Dv), packed);
+  p->ihc = nn::StepLinear(detail::columns(w.w_ih, E, Dv), packed);
+  p->o = nn::StepLinear(detail::columns(w.w_o, 0, Hd + Dv), packed);
   p->y = nn::StepLinear(w.w_y.detach().clone(), packed);
   p->folded = fold && V * (G + R) <= kMaxFoldedFloats;
   const Tensor b_ih = bias_or_zeros(w.b_ih, G), b_o = bias_or_zeros(w.b_o, R);
@@ -189,8 +181,8 @@ std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearch
   } else {
     p->embed = w.embed.detach().clone();
     p->b_ih = b_ih, p->b_o = b_o;
-    p->ie = nn::StepLinear(columns(w.w_ih, 0, E), packed);
-    p->oe = nn::StepLinear(columns(w.w_o, Hd + Dv, Xo), packed);
+    p->ie = nn::StepLinear(detail::columns(w.w_ih, 0, E), packed);
+    p->oe = nn::StepLinear(detail::columns(w.w_o, Hd + Dv, E), packed);
   }
   return p;
 }

@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <optional>
@@ -175,6 +176,25 @@ std::shared_ptr<nn::Embedding> make_embedding(int64_t vocab, const ModelConfig& 
 Tensor uniform_param(const Shape& shape, int64_t fan_in, Rng& rng) {
   const float k = 1.0f / std::sqrt(float(fan_in));
   return rand_uniform(shape, rng, -k, k);
+}
+
+Tensor columns(const Tensor& w, int64_t c0, int64_t cols, bool transposed) {
+  const int64_t rows = w.size(0), ld = w.size(1);
+  Tensor out = Tensor::empty(transposed ? Shape{cols, rows} : Shape{rows, cols});
+  const float* src = w.data();
+  float* dst = out.data();
+  if (!transposed) {
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * cols, src + r * ld + c0, size_t(cols) * sizeof(float));
+    return out;
+  }
+  // 32 x 32 blocks: both sides touch whole cache lines (a row-by-row transpose
+  // writes one float per line, ~1.5% of a training step for three weights)
+  constexpr int64_t kB = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kB)
+    for (int64_t k0 = 0; k0 < cols; k0 += kB)
+      for (int64_t r = r0; r < std::min(rows, r0 + kB); ++r)
+        for (int64_t k = k0; k < std::min(cols, k0 + kB); ++k) dst[k * rows + r] = src[r * ld + c0 + k];
+  return out;
 }
 
 EncoderRun run_encoder(const nn::RnnStack& stack, bool lstm, const Tensor& x, const std::vector<int64_t>& lengths,
