@@ -153,6 +153,17 @@ models::ModelConfig medium() {
   return c;
 }
 
+// B sources [B, S] of ids in [4, 23) with lengths in [1, S] (into `lengths`)
+Tensor random_sources(int64_t B, int64_t S, uint64_t seed, std::vector<int64_t>& lengths) {
+  Rng rng(seed);
+  Tensor src = Tensor::zeros({B, S});
+  for (int64_t b = 0; b < B; ++b) {
+    lengths.push_back(1 + int64_t(rng.below(uint64_t(S))));
+    for (int64_t j = 0; j < lengths.back(); ++j) src.data()[b * S + j] = float(4 + rng.below(19));
+  }
+  return src;
+}
+
 // The fused decoder against step() on the memory rows it selects: tokens are
 // the k best of step()'s log-probabilities, weights and state agree.
 TEST(RnnSearchSearchStep, MatchesStepForBothLayouts) {
@@ -260,13 +271,8 @@ TEST(RnnSearchSearchStep, PackedLayoutSearches) {
   model->train(false);
   const int64_t B = 20, S = 7;
   ASSERT_GE(B, models::kPackRows);
-  Rng rng(13);
-  Tensor src = Tensor::zeros({B, S});
   std::vector<int64_t> lengths;
-  for (int64_t b = 0; b < B; ++b) {
-    lengths.push_back(1 + int64_t(rng.below(uint64_t(S))));
-    for (int64_t j = 0; j < lengths.back(); ++j) src.data()[b * S + j] = float(4 + rng.below(19));
-  }
+  Tensor src = random_sources(B, S, 13, lengths);
   decode::SearchOptions o;
   o.length_penalty = 0.0;
   auto g = decode::greedy_search(*model, src, lengths, o);
@@ -297,13 +303,8 @@ TEST(RnnSearchSearchStep, PreparedWeightsServeManySearches) {
   auto model = models::make_model(medium(), init, 14);
   model->train(false);
   const int64_t B = 18, S = 6;
-  Rng rng(15);
-  Tensor src = Tensor::zeros({B, S});
   std::vector<int64_t> lengths;
-  for (int64_t b = 0; b < B; ++b) {
-    lengths.push_back(1 + int64_t(rng.below(uint64_t(S))));
-    for (int64_t j = 0; j < lengths.back(); ++j) src.data()[b * S + j] = float(4 + rng.below(19));
-  }
+  Tensor src = random_sources(B, S, 15, lengths);
   for (int beam : {1, 3}) {
     decode::SearchOptions own;
     own.beam = beam;
