@@ -38,6 +38,11 @@ const FusedCase kCases[] = {
     {"2-D mask + causal + lengths", 2, 2, 66, 66, 16, 16, true, true, 3},
     {"dropout 0.25", 2, 2, 50, 150, 16, 16, false, false, 0, 0.25f},
     {"dropout + causal + lengths", 2, 1, 90, 90, 32, 32, true, true, 0, 0.4f},
+    // queries <= 32 run in 32-lane blocks
+    {"short: causal + lengths", 2, 2, 32, 32, 16, 16, true, true},
+    {"short: 2-D mask + dropout", 2, 2, 29, 70, 16, 24, false, false, 2, 0.3f},
+    {"short: padding mask + causal", 2, 2, 17, 17, 8, 8, true, false, 1},
+    {"33 queries: 64-lane block", 1, 2, 33, 33, 16, 16, true},
 };
 
 Tensor grad_or_zero(const Tensor& t) { return t.grad().defined() ? t.grad() : Tensor::zeros(t.shape()); }

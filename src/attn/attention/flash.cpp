@@ -18,11 +18,13 @@ using namespace simd;
 using detail::tile_gemm;
 
 // Block sizes (measured: 64 x 64 is as fast as 64 x 128 or 128 x 64 for long
-// sequences and skips more causal work for short ones)
-constexpr int64_t kBr = 64;  // queries per block: the lane axis of every tile
+// sequences and skips more causal work for short ones). Queries per block are
+// the lane axis of every tile: kBr, or kBrShort when all queries fit in it (at
+// L <= 32 a 64-lane block would be half padding, doubling the arithmetic).
+constexpr int64_t kBr = 64;
+constexpr int64_t kBrShort = 32;
 constexpr int64_t kBc = 64;  // keys per block
 constexpr int64_t kGroup = 4;  // backward: key blocks per pass over the queries
-constexpr int kVecs = int(kBr) / kLanes;  // vectors across one block of queries
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr int64_t kParallelWork = 1 << 18;  // multiply-adds below which one thread does it all
 
@@ -31,23 +33,26 @@ int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
 
 int64_t key_count(const Problem& p, int64_t b) { return p.key_lengths ? int64_t(p.key_lengths[b]) : p.Lk; }
 
-// Dropout row keys of the kBr lanes of the query block starting at i0.
+// Dropout row keys of the BR lanes of the query block starting at i0.
+template <int64_t BR>
 void dropout_row_keys(const Problem& p, int64_t bh, int64_t i0, uint32_t* keys) {
-  for (int64_t l = 0; l < kBr; ++l) keys[l] = detail::dropout_row_key(p.seed, uint64_t(bh * p.Lq + i0 + l));
+  for (int64_t l = 0; l < BR; ++l) keys[l] = detail::dropout_row_key(p.seed, uint64_t(bh * p.Lq + i0 + l));
 }
 
-// st [nj, kBr] (keys x query lanes): -inf where key j0+j is hidden from query
+// st [nj, BR] (keys x query lanes): -inf where key j0+j is hidden from query
 // i0+lane by the causal rule (j > i) or the general mask. Key lengths are
 // handled by the callers' loop bounds.
+template <int64_t BR>
 void mask_scores(const Problem& p, int64_t b, int64_t h, int64_t i0, int64_t ni, int64_t j0, int64_t nj, float* st) {
+  constexpr int kV = int(BR) / kLanes;
   if (p.causal && j0 + nj - 1 > i0) {
     const vf ninf = set1(-kInf);
     for (int64_t j = 0; j < nj; ++j) {
       float lim = float(j0 + j - i0);  // hidden lanes: lane < lim
       if (lim <= 0.0f) continue;
       vf vlim = set1(lim);
-      float* s = st + j * kBr;
-      for (int v = 0; v < kVecs; ++v) {
+      float* s = st + j * BR;
+      for (int v = 0; v < kV; ++v) {
         vf lane = add(iota(), set1(float(v * kLanes)));
         store(s + v * kLanes, select(lt(lane, vlim), ninf, load(s + v * kLanes)));
       }
@@ -57,10 +62,10 @@ void mask_scores(const Problem& p, int64_t b, int64_t h, int64_t i0, int64_t ni,
     const float* mrow = p.mask + b * p.mask_sb + h * p.mask_sh + i0 * p.mask_si;
     for (int64_t j = 0; j < nj; ++j) {
       const float* m = mrow + (j0 + j) * p.mask_sj;
-      float* s = st + j * kBr;
+      float* s = st + j * BR;
       if (p.mask_si == 0) {
         if (m[0] == 0.0f)
-          for (int64_t l = 0; l < kBr; ++l) s[l] = -kInf;
+          for (int64_t l = 0; l < BR; ++l) s[l] = -kInf;
       } else {
         for (int64_t l = 0; l < ni; ++l)
           if (m[l * p.mask_si] == 0.0f) s[l] = -kInf;
@@ -155,32 +160,32 @@ Tensor pack_rows(const float*& ptr, Layout& l, int64_t B, int64_t H, int64_t L, 
   return t;
 }
 
-}  // namespace
-
-void forward(const Problem& p_in, float* out, float* lse) {
+template <int64_t BR>
+void forward_blocks(const Problem& p_in, float* out, float* lse) {
+  constexpr int kV = int(BR) / kLanes;  // vectors across one block of queries
   Problem p = p_in;
   Tensor k_packed = pack_rows(p.k, p.lk, p.B, p.H, p.Lk, p.D), v_packed = pack_rows(p.v, p.lv, p.B, p.H, p.Lk, p.Dv);
-  const int64_t BH = p.B * p.H, nqb = ceil_div(p.Lq, kBr), items = BH * nqb;
+  const int64_t BH = p.B * p.H, nqb = ceil_div(p.Lq, BR), items = BH * nqb;
   const int64_t D = p.D, Dv = p.Dv, Lq = p.Lq, Lk = p.Lk;
   if (items == 0) return;
   const uint32_t threshold = detail::dropout_threshold(p.dropout);
   const float keep_scale = 1.0f / (1.0f - p.dropout);
   const bool dropout = p.dropout > 0.0f;
-  // per thread: Qt [D, kBr], Ot [Dv, kBr], St [kBc, kBr], m, l, dropout factors [kBr]
-  Scratch scratch(D * kBr + Dv * kBr + kBc * kBr + 3 * kBr);
+  // per thread: Qt [D, BR], Ot [Dv, BR], St [kBc, BR], m, l, dropout factors [BR]
+  Scratch scratch(D * BR + Dv * BR + kBc * BR + 3 * BR);
   const bool parallel = items > 1 && BH * Lq * Lk * (D + Dv) > kParallelWork;
 
 #pragma omp parallel for schedule(dynamic) if (parallel)
   for (int64_t it = 0; it < items; ++it) {
     float* qt = scratch.mine();
-    float* ot = qt + D * kBr;
-    float* st = ot + Dv * kBr;
-    float* mrow = st + kBc * kBr;
-    float* lrow = mrow + kBr;
-    float* fac = lrow + kBr;
-    uint32_t keys[kBr];
+    float* ot = qt + D * BR;
+    float* st = ot + Dv * BR;
+    float* mrow = st + kBc * BR;
+    float* lrow = mrow + BR;
+    float* fac = lrow + BR;
+    uint32_t keys[BR];
     const int64_t bh = it / nqb, qb = it % nqb, b = bh / p.H, h = bh % p.H;
-    const int64_t i0 = qb * kBr, ni = std::min(kBr, Lq - i0);
+    const int64_t i0 = qb * BR, ni = std::min(BR, Lq - i0);
     const int64_t qs = p.lq.si, ks = p.lk.si, vs = p.lv.si;  // row strides
     const float* q = p.q + b * p.lq.sb + h * p.lq.sh + i0 * qs;
     const float* k = p.k + b * p.lk.sb + h * p.lk.sh;
@@ -189,13 +194,13 @@ void forward(const Problem& p_in, float* out, float* lse) {
     if (p.causal) kend = std::min(kend, i0 + ni);
 
     // Qt[d][lane] = scale * q[i0 + lane][d], zero past the last query
-    transpose_scaled(q, qs, qt, kBr, D, ni, p.scale);
-    if (ni < kBr)
-      for (int64_t d = 0; d < D; ++d) std::fill(qt + d * kBr + ni, qt + (d + 1) * kBr, 0.0f);
-    std::fill(ot, ot + Dv * kBr, 0.0f);
-    std::fill(mrow, mrow + kBr, -kInf);
-    std::fill(lrow, lrow + kBr, 0.0f);
-    if (dropout) dropout_row_keys(p, bh, i0, keys);
+    transpose_scaled(q, qs, qt, BR, D, ni, p.scale);
+    if (ni < BR)
+      for (int64_t d = 0; d < D; ++d) std::fill(qt + d * BR + ni, qt + (d + 1) * BR, 0.0f);
+    std::fill(ot, ot + Dv * BR, 0.0f);
+    std::fill(mrow, mrow + BR, -kInf);
+    std::fill(lrow, lrow + BR, 0.0f);
+    if (dropout) dropout_row_keys<BR>(p, bh, i0, keys);
 
     for (int64_t j0 = 0; j0 < kend; j0 += kBc) {
       const int64_t nj = std::min(kBc, kend - j0);
@@ -204,16 +209,16 @@ void forward(const Problem& p_in, float* out, float* lse) {
         prefetch_rows(k + (j0 + kBc) * ks, nn, D, ks);
         prefetch_rows(v + (j0 + kBc) * vs, nn, Dv, vs);
       }
-      // S^T [nj, kBr] = K_j Qt  (scores, already scaled)
-      tile_gemm(nj, kBr, D, k + j0 * ks, ks, 1, qt, kBr, st, kBr, false);
-      mask_scores(p, b, h, i0, ni, j0, nj, st);
+      // S^T [nj, BR] = K_j Qt  (scores, already scaled)
+      tile_gemm(nj, BR, D, k + j0 * ks, ks, 1, qt, BR, st, BR, false);
+      mask_scores<BR>(p, b, h, i0, ni, j0, nj, st);
       // online softmax over the keys of this block, all lanes at once:
       //   m' = max(m, max_j s_j), P_j = exp(s_j - m'), l' = l e^(m - m') + sum_j P_j
-      vf mx[kVecs], msafe[kVecs], sum[kVecs], alpha[kVecs];
-      for (int u = 0; u < kVecs; ++u) mx[u] = load(mrow + u * kLanes);
+      vf mx[kV], msafe[kV], sum[kV], alpha[kV];
+      for (int u = 0; u < kV; ++u) mx[u] = load(mrow + u * kLanes);
       for (int64_t j = 0; j < nj; ++j)
-        for (int u = 0; u < kVecs; ++u) mx[u] = max(mx[u], load(st + j * kBr + u * kLanes));
-      for (int u = 0; u < kVecs; ++u) {
+        for (int u = 0; u < kV; ++u) mx[u] = max(mx[u], load(st + j * BR + u * kLanes));
+      for (int u = 0; u < kV; ++u) {
         // a lane that has seen no visible key yet keeps m = -inf; exp(s - 0) of -inf is 0
         msafe[u] = select(eq(mx[u], set1(-kInf)), zero(), mx[u]);
         alpha[u] = exp(sub(load(mrow + u * kLanes), msafe[u]));
@@ -221,49 +226,51 @@ void forward(const Problem& p_in, float* out, float* lse) {
         store(mrow + u * kLanes, mx[u]);
       }
       for (int64_t j = 0; j < nj; ++j) {
-        float* s = st + j * kBr;
-        for (int u = 0; u < kVecs; ++u) {
+        float* s = st + j * BR;
+        for (int u = 0; u < kV; ++u) {
           vf e = exp(sub(load(s + u * kLanes), msafe[u]));
           store(s + u * kLanes, e);
           sum[u] = add(sum[u], e);
         }
       }
-      for (int u = 0; u < kVecs; ++u) store(lrow + u * kLanes, fmadd(load(lrow + u * kLanes), alpha[u], sum[u]));
+      for (int u = 0; u < kV; ++u) store(lrow + u * kLanes, fmadd(load(lrow + u * kLanes), alpha[u], sum[u]));
       // O^T *= alpha (the old partial output was weighted against the old max)
       for (int64_t dv = 0; dv < Dv; ++dv)
-        for (int u = 0; u < kVecs; ++u) store(ot + dv * kBr + u * kLanes, mul(load(ot + dv * kBr + u * kLanes), alpha[u]));
+        for (int u = 0; u < kV; ++u) store(ot + dv * BR + u * kLanes, mul(load(ot + dv * BR + u * kLanes), alpha[u]));
       if (dropout) {  // O uses the dropped P; l keeps the full sum
         for (int64_t j = 0; j < nj; ++j) {
-          detail::dropout_factors(keys, uint64_t(j0 + j), threshold, keep_scale, fac, int(kBr));
-          float* s = st + j * kBr;
-          for (int u = 0; u < kVecs; ++u) store(s + u * kLanes, mul(load(s + u * kLanes), load(fac + u * kLanes)));
+          detail::dropout_factors(keys, uint64_t(j0 + j), threshold, keep_scale, fac, int(BR));
+          float* s = st + j * BR;
+          for (int u = 0; u < kV; ++u) store(s + u * kLanes, mul(load(s + u * kLanes), load(fac + u * kLanes)));
         }
       }
-      // O^T [Dv, kBr] += V_j^T P^T
-      tile_gemm(Dv, kBr, nj, v + j0 * vs, 1, vs, st, kBr, ot, kBr, true);
+      // O^T [Dv, BR] += V_j^T P^T
+      tile_gemm(Dv, BR, nj, v + j0 * vs, 1, vs, st, BR, ot, BR, true);
     }
 
     // O = O^T / l (rows that saw no key: 0), written back row-major
     float* ls = lse + bh * Lq + i0;
-    for (int64_t l = 0; l < kBr; ++l) {
+    for (int64_t l = 0; l < BR; ++l) {
       const float sum = lrow[l];
       if (l < ni) ls[l] = sum > 0.0f ? mrow[l] + std::log(sum) : kInf;
       lrow[l] = sum > 0.0f ? 1.0f / sum : 0.0f;
     }
     for (int64_t dv = 0; dv < Dv; ++dv)
-      for (int u = 0; u < kVecs; ++u)
-        store(ot + dv * kBr + u * kLanes, mul(load(ot + dv * kBr + u * kLanes), load(lrow + u * kLanes)));
-    transpose_scaled(ot, kBr, out + b * p.lo.sb + h * p.lo.sh + i0 * p.lo.si, p.lo.si, ni, Dv, 1.0f);
+      for (int u = 0; u < kV; ++u)
+        store(ot + dv * BR + u * kLanes, mul(load(ot + dv * BR + u * kLanes), load(lrow + u * kLanes)));
+    transpose_scaled(ot, BR, out + b * p.lo.sb + h * p.lo.sh + i0 * p.lo.si, p.lo.si, ni, Dv, 1.0f);
   }
 }
 
-void backward(const Problem& p_in, const float* out, const float* dout, const float* lse, float* dq, float* dk,
+template <int64_t BR>
+void backward_blocks(const Problem& p_in, const float* out, const float* dout, const float* lse, float* dq, float* dk,
               float* dv) {
+  constexpr int kV = int(BR) / kLanes;
   Problem p = p_in;
   const Layout gk = p.lk, gv = p.lv;  // dk, dv are written as k, v are stored
   Tensor k_packed = pack_rows(p.k, p.lk, p.B, p.H, p.Lk, p.D), v_packed = pack_rows(p.v, p.lv, p.B, p.H, p.Lk, p.Dv);
   const int64_t BH = p.B * p.H, D = p.D, Dv = p.Dv, Lq = p.Lq, Lk = p.Lk;
-  const int64_t nqb = ceil_div(Lq, kBr), Lqp = nqb * kBr, Dp = round_up(D, kLanes), Dvp = round_up(Dv, kLanes);
+  const int64_t nqb = ceil_div(Lq, BR), Lqp = nqb * BR, Dp = round_up(D, kLanes), Dvp = round_up(Dv, kLanes);
   if (BH == 0) return;
   const int threads = omp_get_max_threads();
   // Split each (b, h) over key ranges only when there are fewer (b, h) than threads.
@@ -276,10 +283,10 @@ void backward(const Problem& p_in, const float* out, const float* dout, const fl
   if (!parallel) chunks = 1;
   const int64_t n_items = BH * chunks;
 
-  // per thread: Qt, dOt, dQt blocks [nqb][D or Dv][kBr]; scaled Q rows [Lqp, Dp];
-  // dO rows [Lqp, Dvp]; lse, delta [Lqp]; St, P*Z, dP/dS, Z [kBc, kBr]; dK, dV
-  // accumulators [kGroup * kBc, Dp / Dvp]; dropout factors [kBr]
-  Scratch scratch(Lqp * (2 * D + Dv + Dp + Dvp + 2) + 4 * kBc * kBr + kGroup * kBc * (Dp + Dvp) + kBr);
+  // per thread: Qt, dOt, dQt blocks [nqb][D or Dv][BR]; scaled Q rows [Lqp, Dp];
+  // dO rows [Lqp, Dvp]; lse, delta [Lqp]; St, P*Z, dP/dS, Z [kBc, BR]; dK, dV
+  // accumulators [kGroup * kBc, Dp / Dvp]; dropout factors [BR]
+  Scratch scratch(Lqp * (2 * D + Dv + Dp + Dvp + 2) + 4 * kBc * BR + kGroup * kBc * (Dp + Dvp) + BR);
   Tensor partial = chunks > 1 ? Tensor::empty({n_items, Lq * D}) : Tensor();
 
 #pragma omp parallel for schedule(dynamic) if (parallel)
@@ -292,12 +299,12 @@ void backward(const Problem& p_in, const float* out, const float* dout, const fl
     float* lse_p = dor + Lqp * Dvp;
     float* delta = lse_p + Lqp;
     float* st = delta + Lqp;
-    float* pz = st + kBc * kBr;
-    float* ds = pz + kBc * kBr;
-    float* z = ds + kBc * kBr;
-    float* dkacc = z + kBc * kBr;
+    float* pz = st + kBc * BR;
+    float* ds = pz + kBc * BR;
+    float* z = ds + kBc * BR;
+    float* dkacc = z + kBc * BR;
     float* dvacc = dkacc + kGroup * kBc * Dp;
-    uint32_t keys[kBr];
+    uint32_t keys[BR];
 
     const int64_t bh = it / chunks, c = it % chunks, b = bh / p.H, h = bh % p.H;
     const int64_t q_ld = p.lq.si, k_ld = p.lk.si, v_ld = p.lv.si, o_ld = p.lo.si;  // row strides
@@ -313,13 +320,13 @@ void backward(const Problem& p_in, const float* out, const float* dout, const fl
     // of 64 queries (lanes = queries) and as rows padded to whole vectors; lse
     // (+inf on padding lanes: P = 0 there) and delta_i = dO_i . O_i
     for (int64_t blk = 0; blk < nqb; ++blk) {
-      const int64_t i0 = blk * kBr, ni = std::min(kBr, Lq - i0);
-      transpose_scaled(q + i0 * q_ld, q_ld, qt_all + blk * D * kBr, kBr, D, ni, p.scale);
-      transpose_scaled(dO + i0 * o_ld, o_ld, dot_all + blk * Dv * kBr, kBr, Dv, ni, 1.0f);
-      if (ni < kBr) {
-        for (int64_t d = 0; d < D; ++d) std::fill(qt_all + (blk * D + d) * kBr + ni, qt_all + (blk * D + d + 1) * kBr, 0.0f);
+      const int64_t i0 = blk * BR, ni = std::min(BR, Lq - i0);
+      transpose_scaled(q + i0 * q_ld, q_ld, qt_all + blk * D * BR, BR, D, ni, p.scale);
+      transpose_scaled(dO + i0 * o_ld, o_ld, dot_all + blk * Dv * BR, BR, Dv, ni, 1.0f);
+      if (ni < BR) {
+        for (int64_t d = 0; d < D; ++d) std::fill(qt_all + (blk * D + d) * BR + ni, qt_all + (blk * D + d + 1) * BR, 0.0f);
         for (int64_t d = 0; d < Dv; ++d)
-          std::fill(dot_all + (blk * Dv + d) * kBr + ni, dot_all + (blk * Dv + d + 1) * kBr, 0.0f);
+          std::fill(dot_all + (blk * Dv + d) * BR + ni, dot_all + (blk * Dv + d + 1) * BR, 0.0f);
       }
     }
     std::fill(dqt_all, dqt_all + Lqp * D, 0.0f);
@@ -353,21 +360,21 @@ void backward(const Problem& p_in, const float* out, const float* dout, const fl
       const int64_t ng = std::min(kGroup, kb_end - kg);
       std::fill(dkacc, dkacc + ng * kBc * Dp, 0.0f);
       std::fill(dvacc, dvacc + ng * kBc * Dvp, 0.0f);
-      for (int64_t qb = p.causal ? kg * kBc / kBr : 0; qb < nqb; ++qb) {
-        const int64_t i0 = qb * kBr, ni = std::min(kBr, Lq - i0);
+      for (int64_t qb = p.causal ? kg * kBc / BR : 0; qb < nqb; ++qb) {
+        const int64_t i0 = qb * BR, ni = std::min(BR, Lq - i0);
         if (qb + 1 < nqb) {  // the next query block's packed operands
-          prefetch_l2(qt_all + (qb + 1) * D * kBr, D * kBr);
-          prefetch_l2(dot_all + (qb + 1) * Dv * kBr, Dv * kBr);
-          prefetch_l2(dqt_all + (qb + 1) * D * kBr, D * kBr);
-          prefetch_l2(qs + (i0 + kBr) * Dp, std::min(kBr, Lq - i0 - kBr) * Dp);
-          prefetch_l2(dor + (i0 + kBr) * Dvp, std::min(kBr, Lq - i0 - kBr) * Dvp);
+          prefetch_l2(qt_all + (qb + 1) * D * BR, D * BR);
+          prefetch_l2(dot_all + (qb + 1) * Dv * BR, Dv * BR);
+          prefetch_l2(dqt_all + (qb + 1) * D * BR, D * BR);
+          prefetch_l2(qs + (i0 + BR) * Dp, std::min(BR, Lq - i0 - BR) * Dp);
+          prefetch_l2(dor + (i0 + BR) * Dvp, std::min(BR, Lq - i0 - BR) * Dvp);
         }
-        vf lsev[kVecs], dlv[kVecs];
-        for (int u = 0; u < kVecs; ++u) {
+        vf lsev[kV], dlv[kV];
+        for (int u = 0; u < kV; ++u) {
           lsev[u] = load(lse_p + i0 + u * kLanes);
           dlv[u] = load(delta + i0 + u * kLanes);
         }
-        if (dropout) dropout_row_keys(p, bh, i0, keys);
+        if (dropout) dropout_row_keys<BR>(p, bh, i0, keys);
         for (int64_t g = 0; g < ng; ++g) {
           const int64_t j0 = (kg + g) * kBc, nj = std::min(kBc, klen - j0);
           if (p.causal && i0 + ni - 1 < j0) continue;  // every query of the block precedes every key
@@ -376,38 +383,38 @@ void backward(const Problem& p_in, const float* out, const float* dout, const fl
           float* dkj = dkacc + g * kBc * Dp;
           float* dvj = dvacc + g * kBc * Dvp;
           // S^T = K_j Qt (scaled), P^T = exp(S^T - lse), hidden keys 0
-          tile_gemm(nj, kBr, D, kj, k_ld, 1, qt_all + qb * D * kBr, kBr, st, kBr, false);
-          mask_scores(p, b, h, i0, ni, j0, nj, st);
+          tile_gemm(nj, BR, D, kj, k_ld, 1, qt_all + qb * D * BR, BR, st, BR, false);
+          mask_scores<BR>(p, b, h, i0, ni, j0, nj, st);
           for (int64_t j = 0; j < nj; ++j)
-            for (int u = 0; u < kVecs; ++u) {
-              float* s = st + j * kBr + u * kLanes;
+            for (int u = 0; u < kV; ++u) {
+              float* s = st + j * BR + u * kLanes;
               store(s, exp(sub(load(s), lsev[u])));
             }
           const float* pdrop = st;  // P Z: the weights the forward multiplied V by
           if (dropout) {
             for (int64_t j = 0; j < nj; ++j) {
-              detail::dropout_factors(keys, uint64_t(j0 + j), threshold, keep_scale, z + j * kBr, int(kBr));
-              for (int u = 0; u < kVecs; ++u)
-                store(pz + j * kBr + u * kLanes, mul(load(st + j * kBr + u * kLanes), load(z + j * kBr + u * kLanes)));
+              detail::dropout_factors(keys, uint64_t(j0 + j), threshold, keep_scale, z + j * BR, int(BR));
+              for (int u = 0; u < kV; ++u)
+                store(pz + j * BR + u * kLanes, mul(load(st + j * BR + u * kLanes), load(z + j * BR + u * kLanes)));
             }
             pdrop = pz;
           }
           // O = (P Z) V  =>  dV_j [nj, Dvp] += (P Z)^T dO_i
-          tile_gemm(nj, Dvp, ni, pdrop, kBr, 1, dor + i0 * Dvp, Dvp, dvj, Dvp, true);
-          // dP^T [nj, kBr] = V_j dO_i^T
-          tile_gemm(nj, kBr, Dv, vj, v_ld, 1, dot_all + qb * Dv * kBr, kBr, ds, kBr, false);
+          tile_gemm(nj, Dvp, ni, pdrop, BR, 1, dor + i0 * Dvp, Dvp, dvj, Dvp, true);
+          // dP^T [nj, BR] = V_j dO_i^T
+          tile_gemm(nj, BR, Dv, vj, v_ld, 1, dot_all + qb * Dv * BR, BR, ds, BR, false);
           // P = softmax(S)  =>  dS = P (dP Z - delta), delta_i = sum_j P_ij Z_ij dP_ij = dO_i . O_i
           for (int64_t j = 0; j < nj; ++j)
-            for (int u = 0; u < kVecs; ++u) {
-              float* gp = ds + j * kBr + u * kLanes;
+            for (int u = 0; u < kV; ++u) {
+              float* gp = ds + j * BR + u * kLanes;
               vf dp = load(gp);
-              if (dropout) dp = mul(dp, load(z + j * kBr + u * kLanes));
-              store(gp, mul(load(st + j * kBr + u * kLanes), sub(dp, dlv[u])));
+              if (dropout) dp = mul(dp, load(z + j * BR + u * kLanes));
+              store(gp, mul(load(st + j * BR + u * kLanes), sub(dp, dlv[u])));
             }
           // S = scale Q K^T  =>  dK_j [nj, Dp] += dS^T (scale Q_i)
-          tile_gemm(nj, Dp, ni, ds, kBr, 1, qs + i0 * Dp, Dp, dkj, Dp, true);
-          //                  and dQ_i^T [D, kBr] += K_j^T dS^T  (times scale when written out)
-          tile_gemm(D, kBr, nj, kj, 1, k_ld, ds, kBr, dqt_all + qb * D * kBr, kBr, true);
+          tile_gemm(nj, Dp, ni, ds, BR, 1, qs + i0 * Dp, Dp, dkj, Dp, true);
+          //                  and dQ_i^T [D, BR] += K_j^T dS^T  (times scale when written out)
+          tile_gemm(D, BR, nj, kj, 1, k_ld, ds, BR, dqt_all + qb * D * BR, BR, true);
         }
       }
       for (int64_t g = 0; g < ng; ++g) {
@@ -433,8 +440,8 @@ void backward(const Problem& p_in, const float* out, const float* dout, const fl
     float* dst = chunks > 1 ? partial.data() + it * Lq * D : dq + b * p.lq.sb + h * p.lq.sh;
     const int64_t dld = chunks > 1 ? D : q_ld;
     for (int64_t blk = 0; blk < nqb; ++blk) {
-      const int64_t i0 = blk * kBr, ni = std::min(kBr, Lq - i0);
-      transpose_scaled(dqt_all + blk * D * kBr, kBr, dst + i0 * dld, dld, ni, D, p.scale);
+      const int64_t i0 = blk * BR, ni = std::min(BR, Lq - i0);
+      transpose_scaled(dqt_all + blk * D * BR, BR, dst + i0 * dld, dld, ni, D, p.scale);
     }
   }
 
@@ -451,6 +458,23 @@ void backward(const Problem& p_in, const float* out, const float* dout, const fl
       }
     }
   }
+}
+
+}  // namespace
+
+void forward(const Problem& p, float* out, float* lse) {
+  if (p.Lq <= kBrShort)
+    forward_blocks<kBrShort>(p, out, lse);
+  else
+    forward_blocks<kBr>(p, out, lse);
+}
+
+void backward(const Problem& p, const float* out, const float* dout, const float* lse, float* dq, float* dk,
+              float* dv) {
+  if (p.Lq <= kBrShort)
+    backward_blocks<kBrShort>(p, out, dout, lse, dq, dk, dv);
+  else
+    backward_blocks<kBr>(p, out, dout, lse, dq, dk, dv);
 }
 
 }  // namespace attn::attention::flash
