@@ -3,9 +3,11 @@
 // gradients as one safetensors file. Shared by the parity tests.
 #pragma once
 #include <gtest/gtest.h>
+#include <unistd.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -25,12 +27,16 @@ inline SafetensorsFile run_oracle(const std::string& script, const std::string& 
   static std::map<std::string, SafetensorsFile> cache;  // one python start per script and args
   auto hit = cache.find(script + " " + args);
   if (hit != cache.end()) return hit->second;
+  // one file per process: ctest runs every test in its own process, two at a time,
+  // and two processes writing and reading one file raced (a test read a half-written file)
   std::string out = std::string(ATTN_BINARY_DIR) + "/oracle_" + script + "_" +
-                    std::to_string(std::hash<std::string>{}(args)) + ".safetensors";
+                    std::to_string(std::hash<std::string>{}(args)) + "_" + std::to_string(::getpid()) + ".safetensors";
   std::string cmd = std::string(oracle_python()) + " " + ATTN_TEST_DIR + "/oracle/" + script + " " + out + " " + args;
   int rc = std::system(cmd.c_str());
   if (rc != 0) throw std::runtime_error("oracle failed (exit " + std::to_string(rc) + "): " + cmd);
-  return cache[script + " " + args] = load_safetensors(out);
+  SafetensorsFile loaded = load_safetensors(out);
+  std::remove(out.c_str());
+  return cache[script + " " + args] = std::move(loaded);
 }
 
 // Largest |a-b| / (|b| + floor) with floor = 2e-3 * max|b|: relative error per
