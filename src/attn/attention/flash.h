@@ -22,7 +22,7 @@
 // A query row with no visible key has O = 0, lse = +inf and zero gradients.
 //
 // Layout inside the kernels: queries run along the vector lanes (S is held
-// transposed, [keys, 64 queries]) so the softmax's row max and sum are plain
+// transposed, [keys, 64 queries], or 32 when L <= 32) so the softmax's row max and sum are plain
 // vertical vector ops; the GEMMs are the register-blocked tile in tile_gemm.h.
 // Threads (OpenMP): forward over B x H x query blocks, backward over B x H (and
 // over key ranges when B x H < threads, with private dQ partial sums).
