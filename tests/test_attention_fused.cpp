@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "attn/attention/attention.h"
+#include "attn/tensor/threading.h"
 #include "oracle.h"
 
 namespace attn::testing {
@@ -43,6 +44,9 @@ const FusedCase kCases[] = {
     {"short: 2-D mask + dropout", 2, 2, 29, 70, 16, 24, false, false, 2, 0.3f},
     {"short: padding mask + causal", 2, 2, 17, 17, 8, 8, true, false, 1},
     {"33 queries: 64-lane block", 1, 2, 33, 33, 16, 16, true},
+    // one (b, h) and two threads: the backward splits the keys into ranges and sums dQ partials
+    {"one head: key ranges", 1, 1, 100, 300, 32, 48, false, true, 2, 0.2f},
+    {"one head: key ranges, causal", 1, 1, 200, 200, 64, 64, true},
 };
 
 Tensor grad_or_zero(const Tensor& t) { return t.grad().defined() ? t.grad() : Tensor::zeros(t.shape()); }
@@ -68,6 +72,13 @@ class FusedVsMaterialized : public ::testing::TestWithParam<FusedCase> {};
 
 TEST_P(FusedVsMaterialized, OutputAndGradients) {
   const FusedCase& c = GetParam();
+  // two threads whatever the machine, so one (b, h) splits its keys into ranges
+  const int saved_threads = num_threads();
+  set_num_threads(2);
+  struct Restore {
+    int n;
+    ~Restore() { attn::set_num_threads(n); }
+  } restore{saved_threads};
   Rng rng(1234 + c.Lq * 7 + c.Lk);
   Tensor q = randn({c.B, c.H, c.Lq, c.D}, rng), k = randn({c.B, c.H, c.Lk, c.D}, rng),
          v = randn({c.B, c.H, c.Lk, c.Dv}, rng);
