@@ -101,12 +101,17 @@ namespace {
 // The fused decoder step and the composed additive score path (scores ->
 // masked softmax -> weights @ v, all generic ops) are independent
 // implementations of the same function: equal context, weights and gradients.
-TEST(AdditiveAttention, FusedStepMatchesComposedScores) {
+// B = 3 projects the query with BLAS, B = 19 on the register tile (batch rows
+// on 16 lanes, padded to 32).
+class AdditiveStepBatch : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(AdditiveStepBatch, FusedStepMatchesComposedScores) {
   Rng rng(6);
-  const int64_t B = 3, Lk = 9, Qd = 7, Kd = 5, A = 20;
+  const int64_t B = GetParam(), Lk = 9, Qd = 7, Kd = 5, A = 20;
   nn::AdditiveAttention att(Qd, Kd, A, rng);
   Tensor s0 = randn({B, Qd}, rng), h0 = randn({B, Lk, Kd}, rng);
-  Tensor lengths = Tensor::from({9.0f, 4.0f, 1.0f}, {3});
+  Tensor lengths = Tensor::empty({B});
+  for (int64_t b = 0; b < B; ++b) lengths.data()[b] = float(b == 0 ? Lk : 1 + (b * 5) % Lk);
   Tensor rc = randn({B, Kd}, rng), rw = randn({B, Lk}, rng);
   std::vector<Tensor> outs[2], grads[2];
   for (int path = 0; path < 2; ++path) {
@@ -137,6 +142,8 @@ TEST(AdditiveAttention, FusedStepMatchesComposedScores) {
   ASSERT_EQ(grads[0].size(), 6u);
   for (size_t i = 0; i < grads[0].size(); ++i) EXPECT_CLOSE(grads[0][i], grads[1][i], 1e-4, "gradient " + std::to_string(i));
 }
+
+INSTANTIATE_TEST_SUITE_P(AdditiveAttention, AdditiveStepBatch, ::testing::Values(3, 19));
 
 }  // namespace
 }  // namespace attn::testing
