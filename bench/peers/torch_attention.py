@@ -10,14 +10,16 @@ import torch
 import common
 
 p = common.parser()
-p.add_argument("--lens", default="32,128,512,2048")
+p.add_argument("--lens", default="32,128,512,2048", help="sequence lengths ('' for none)")
+p.add_argument("--causal", choices=("both", "no", "yes"), default="both")
+p.add_argument("--additive", type=int, default=1, help="1: also the additive decoder step")
 a = p.parse_args()
 torch.set_num_threads(a.threads)  # it defaults to 1 thread on these machines
 torch.manual_seed(1)
 
 
-def reps_for(B, H, L):
-    return 3 if B * H * L * L > 1e9 else a.repeats
+def reps_for(B, H, L):  # as attn's bench_attention.cpp
+    return 3 if B * H * L * L > 1e9 else 10 * a.repeats if L <= 128 else a.repeats
 
 
 def manual_attention(q, k, v, causal):
@@ -85,11 +87,13 @@ def bench_additive(B=64, Lk=50, Qd=1024, A=512, Dv=1024):
         kp = W2(keys)
         for impl, f in (("torch-cached", lambda: step(kp)), ("torch-projected", lambda: step(W2(keys)))):
             common.emit({"bench": "additive_step", "impl": impl, "B": B, "Lk": Lk, "q_dim": Qd, "attn_dim": A,
-                         "v_dim": Dv, "threads": a.threads, "fwd_ms": common.median_ms(f, a.repeats)})
+                         "v_dim": Dv, "threads": a.threads, "fwd_ms": common.median_ms(f, 10 * a.repeats)})
 
 
-for L in map(int, a.lens.split(",")):
-    for causal in (False, True):
+causals = {"both": (False, True), "no": (False,), "yes": (True,)}[a.causal]
+for L in (int(x) for x in a.lens.split(",") if x):
+    for causal in causals:
         bench_manual(4, 8, L, 64, causal)
         bench_mha(4, 8, L, 64, causal)
-bench_additive()
+if a.additive:
+    bench_additive()

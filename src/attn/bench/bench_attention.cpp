@@ -4,6 +4,11 @@
 // shapes in the same run (bench/peers/torch_attention.py), plus sgemm n=2048
 // as the machine's ceiling.
 //
+// Ours and the peer alternate shape by shape (a peer process per shape), so a
+// change in the machine's speed during the run (other tenants, memory
+// bandwidth) lands on both sides of a ratio rather than on one; each shape then
+// gets an "attention_ratio" line: the peer's fwd+bwd time over ours.
+//
 // gflops = 4 B H Lq Lk D / forward time (halved for causal: only the lower
 // triangle is work). peak_bytes = the tensor pool's peak during one
 // forward+backward; rss_bytes = the process's peak resident set. Shapes run
@@ -36,12 +41,16 @@ size_t rss_peak_bytes() {
   return size_t(ru.ru_maxrss) * 1024;
 }
 
+// Timed calls per figure (the peer script uses the same rule): the largest
+// shapes take seconds per call; the short ones (L <= 128, the additive step)
+// take a few ms or less, where 10 calls leave the median at the mercy of one
+// disturbance on this shared machine.
 int reps_for(const Shape4& s, int repeats) {
   double work = double(s.B * s.H) * double(s.L) * double(s.L);
-  return work > 1e9 ? 3 : repeats;  // the largest shapes take seconds per call
+  return work > 1e9 ? 3 : s.L <= 128 ? 10 * repeats : repeats;
 }
 
-void bench_sdpa(const Shape4& s, bool fused, const BenchOptions& opt) {
+nlohmann::json bench_sdpa(const Shape4& s, bool fused, const BenchOptions& opt) {
   using namespace attention;
   Rng rng(1);
   Tensor q = randn({s.B, s.H, s.L, s.D}, rng), k = randn({s.B, s.H, s.L, s.D}, rng),
@@ -66,13 +75,16 @@ void bench_sdpa(const Shape4& s, bool fused, const BenchOptions& opt) {
   step();
   size_t peak = pool::stats().peak_bytes_in_use - base;
   double flops = 4.0 * double(s.B * s.H) * double(s.L) * double(s.L) * double(s.D) * (s.causal ? 0.5 : 1.0);
-  emit({{"bench", "attention"}, {"impl", fused ? "attn-fused" : "attn-naive"}, {"B", s.B}, {"H", s.H}, {"Lq", s.L},
-        {"Lk", s.L}, {"D", s.D}, {"causal", s.causal}, {"threads", opt.threads}, {"fwd_ms", fwd},
-        {"fwdbwd_ms", fwdbwd}, {"gflops", flops / (fwd * 1e6)}, {"peak_bytes", peak}, {"rss_bytes", rss_peak_bytes()}});
+  nlohmann::json j = {{"bench", "attention"}, {"impl", fused ? "attn-fused" : "attn-naive"}, {"B", s.B}, {"H", s.H},
+                      {"Lq", s.L}, {"Lk", s.L}, {"D", s.D}, {"causal", s.causal}, {"threads", opt.threads},
+                      {"fwd_ms", fwd}, {"fwdbwd_ms", fwdbwd}, {"gflops", flops / (fwd * 1e6)}, {"peak_bytes", peak},
+                      {"rss_bytes", rss_peak_bytes()}};
+  emit(j);
+  return j;
 }
 
 // MultiHeadAttention(E = H * D) self-attention with its projections, fused heads.
-void bench_mha(const Shape4& s, const BenchOptions& opt) {
+nlohmann::json bench_mha(const Shape4& s, const BenchOptions& opt) {
   Rng rng(4);
   int64_t E = s.H * s.D;
   nn::MultiHeadAttention mha(nn::MultiHeadAttentionOptions(E, s.H), rng);
@@ -93,14 +105,17 @@ void bench_mha(const Shape4& s, const BenchOptions& opt) {
       },
       reps, 1);
   double flops = 4.0 * double(s.B * s.H) * double(s.L) * double(s.L) * double(s.D) * (s.causal ? 0.5 : 1.0);
-  emit({{"bench", "attention"}, {"impl", "attn-mha"}, {"B", s.B}, {"H", s.H}, {"Lq", s.L}, {"Lk", s.L}, {"D", s.D},
-        {"causal", s.causal}, {"threads", opt.threads}, {"fwd_ms", fwd}, {"fwdbwd_ms", fwdbwd},
-        {"gflops", flops / (fwd * 1e6)}, {"peak_bytes", nullptr}, {"rss_bytes", rss_peak_bytes()}});
+  nlohmann::json j = {{"bench", "attention"}, {"impl", "attn-mha"}, {"B", s.B}, {"H", s.H}, {"Lq", s.L}, {"Lk", s.L},
+                      {"D", s.D}, {"causal", s.causal}, {"threads", opt.threads}, {"fwd_ms", fwd},
+                      {"fwdbwd_ms", fwdbwd}, {"gflops", flops / (fwd * 1e6)}, {"peak_bytes", nullptr},
+                      {"rss_bytes", rss_peak_bytes()}};
+  emit(j);
+  return j;
 }
 
 // The Bahdanau decoder step: query [B, q_dim] projected by W1 inside the step,
 // keys [B, Lk, attn_dim] projected once (cached), values [B, Lk, v_dim].
-void bench_additive_step(const BenchOptions& opt) {
+nlohmann::json bench_additive_step(const BenchOptions& opt) {
   using namespace attention;
   const int64_t B = 64, Lk = 50, Qd = 1024, A = 512, Dv = 1024;
   Rng rng(2);
@@ -112,7 +127,7 @@ void bench_additive_step(const BenchOptions& opt) {
   double fwd;
   {
     NoGradGuard ng;
-    fwd = median_ms([&] { additive_step(query, keys, values, W1, v, lengths); }, opt.repeats);
+    fwd = median_ms([&] { additive_step(query, keys, values, W1, v, lengths); }, 10 * opt.repeats);
   }
   query.set_requires_grad(), keys.set_requires_grad(), values.set_requires_grad(), W1.set_requires_grad(),
       v.set_requires_grad();
@@ -121,9 +136,38 @@ void bench_additive_step(const BenchOptions& opt) {
         backward(additive_step(query, keys, values, W1, v, lengths).context, dctx);
         query.zero_grad(), keys.zero_grad(), values.zero_grad(), W1.zero_grad(), v.zero_grad();
       },
-      opt.repeats);
-  emit({{"bench", "additive_step"}, {"impl", "attn-fused"}, {"B", B}, {"Lk", Lk}, {"q_dim", Qd}, {"attn_dim", A},
-        {"v_dim", Dv}, {"threads", opt.threads}, {"fwd_ms", fwd}, {"fwdbwd_ms", fb}});
+      10 * opt.repeats);
+  nlohmann::json j = {{"bench", "additive_step"}, {"impl", "attn-fused"}, {"B", B}, {"Lk", Lk}, {"q_dim", Qd},
+                      {"attn_dim", A}, {"v_dim", Dv}, {"threads", opt.threads}, {"fwd_ms", fwd}, {"fwdbwd_ms", fb}};
+  emit(j);
+  return j;
+}
+
+// The peer's line with this impl (and shape, for attention lines), or null.
+nlohmann::json find_line(const std::vector<nlohmann::json>& lines, const std::string& impl, const nlohmann::json& ours) {
+  for (const auto& l : lines) {
+    if (l.value("impl", "") != impl) continue;
+    if (ours.contains("Lq") && (l.value("Lq", -1) != ours["Lq"].get<int>() || l.value("causal", false) != ours["causal"].get<bool>()))
+      continue;
+    return l;
+  }
+  return nullptr;
+}
+
+double ratio(const nlohmann::json& peer, const nlohmann::json& ours, const char* key) {
+  if (peer.is_null() || !peer.contains(key) || !ours.contains(key) || ours[key].get<double>() <= 0.0) return 0.0;
+  return peer[key].get<double>() / ours[key].get<double>();
+}
+
+// Runs the peer on one attention shape right after ours and prints the ratios.
+void peer_shape(const BenchOptions& opt, const Shape4& s, const nlohmann::json& fused, const nlohmann::json& mha) {
+  if (!opt.run_peers) return;
+  auto lines = run_peer(opt, "torch_attention.py",
+                        "--lens " + std::to_string(s.L) + " --causal " + (s.causal ? "yes" : "no") + " --additive 0");
+  nlohmann::json j = {{"bench", "attention_ratio"}, {"Lq", s.L}, {"causal", s.causal}, {"threads", opt.threads}};
+  if (!fused.is_null()) j["fused_vs_torch_fwdbwd"] = ratio(find_line(lines, "torch-manual", fused), fused, "fwdbwd_ms");
+  if (!mha.is_null()) j["mha_vs_torch_fwdbwd"] = ratio(find_line(lines, "torch-mha", mha), mha, "fwdbwd_ms");
+  emit(j);
 }
 
 // Runs f in a child process (its own peak RSS), forwarding its output.
@@ -148,10 +192,12 @@ void bench_attention(const BenchOptions& opt) {
   // The long shapes first, each in a child forked before this process has
   // run any OpenMP region (libgomp's thread pool does not survive fork(): a
   // child forked later hangs) and before the materialising path has grown it
-  // (~20 GB at L=2048 with --large).
+  // (~20 GB at L=2048 with --large). Their peer runs after them (L = 4096 only:
+  // PyTorch's manual path cannot hold L = 16384).
   if (opt.large) {
     for (bool causal : {false, true}) in_child([&] { bench_sdpa({4, 8, 4096, 64, causal}, true, opt); });
     in_child([&] { bench_sdpa({1, 8, 16384, 64, false}, true, opt); });
+    if (opt.run_peers) run_peer(opt, "torch_attention.py", "--lens 4096 --additive 0");
   }
   {  // the ceiling, in the same run
     Rng rng(3);
@@ -163,22 +209,21 @@ void bench_attention(const BenchOptions& opt) {
     emit({{"bench", "attention"}, {"impl", "sgemm"}, {"n", n}, {"threads", opt.threads}, {"ms", ms},
           {"gflops", 2.0 * double(n) * n * n / (ms * 1e6)}});
   }
-  std::vector<int64_t> lens = {32, 128, 512, 2048};
-  for (int64_t L : lens)
+  for (int64_t L : {32, 128, 512, 2048})
     for (bool causal : {false, true}) {
       Shape4 s{4, 8, L, 64, causal};
-      bench_sdpa(s, true, opt);
+      nlohmann::json fused = bench_sdpa(s, true, opt);
       // the materialising path at L=2048 holds B*H*L^2 floats several times
       // (~11-20 GB here): only with --large
       if (L <= 512 || opt.large) bench_sdpa(s, false, opt);
-      bench_mha(s, opt);
+      nlohmann::json mha = bench_mha(s, opt);
+      peer_shape(opt, s, fused, mha);
     }
-  bench_additive_step(opt);
+  nlohmann::json add = bench_additive_step(opt);
   if (opt.run_peers) {
-    std::string l;
-    for (int64_t L : lens) l += (l.empty() ? "" : ",") + std::to_string(L);
-    if (opt.large) l += ",4096";
-    run_peer(opt, "torch_attention.py", "--lens " + l);
+    auto lines = run_peer(opt, "torch_attention.py", "--lens '' --additive 1");
+    emit({{"bench", "additive_step_ratio"}, {"threads", opt.threads},
+          {"attn_vs_torch_cached_fwd", ratio(find_line(lines, "torch-cached", add), add, "fwd_ms")}});
   }
 }
 
