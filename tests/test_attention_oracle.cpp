@@ -111,5 +111,33 @@ std::vector<OracleCase> cases() {
 INSTANTIATE_TEST_SUITE_P(Torch, AttentionOracle, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<OracleCase>& i) { return i.param.score + "_" + i.param.mask; });
 
+// Seed 002's worked example of general attention (tests/oracle/general_attention_numpy.py):
+// NumPy draws W_Q, W_K, W_V with random.seed(42) and computes the expected
+// weights and output; we project the same four words with our matmul and run
+// our attention on them. The tutorial prints (and NumPy reproduces here)
+//   [[0.98522025 1.74174051 0.75652026]
+//    [0.90965265 1.40965265 0.5       ]
+//    [0.99851226 1.75849334 0.75998108]
+//    [0.99560386 1.90407309 0.90846923]]
+TEST(WorkedExample, GeneralAttentionOfSeed002) {
+  const SafetensorsFile f = run_oracle("general_attention_numpy.py", "");
+  const Tensor& words = f.get("words");  // [4 words, 3]
+  ASSERT_EQ(words.shape(), Shape({4, 3}));
+  Tensor Q = matmul(words, f.get("W_Q")), K = matmul(words, f.get("W_K")), V = matmul(words, f.get("W_V"));
+  auto heads = [](const Tensor& t) { return reshape(t, {1, 1, t.size(0), 3}); };  // [B=1, H=1, L, 3]
+  for (Kernel kern : {Kernel::Materialized, Kernel::Fused}) {
+    SCOPED_TRACE(kern == Kernel::Fused ? "fused" : "materialized");
+    AttentionOptions opt;
+    opt.kernel = kern;
+    opt.need_weights = kern == Kernel::Materialized;
+    AttentionOutput o = scaled_dot_product_attention(heads(Q), heads(K), heads(V), opt);
+    EXPECT_LE(max_rel_diff(reshape(o.context, {4, 3}), f.get("attention")), 1e-5);
+    if (opt.need_weights) EXPECT_LE(max_rel_diff(reshape(o.weights, {4, 4}), f.get("weights")), 1e-5);
+  }
+  // the tutorial's first step: the first word's query alone against all four keys
+  AttentionOutput first = scaled_dot_product_attention(heads(slice(Q, 0, 0, 1)), heads(K), heads(V));
+  EXPECT_LE(max_rel_diff(reshape(first.context, {1, 3}), slice(f.get("attention"), 0, 0, 1)), 1e-5);
+}
+
 }  // namespace
 }  // namespace attn::testing
