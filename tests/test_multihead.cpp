@@ -25,13 +25,13 @@ TEST_P(MultiHeadOracle, MatchesTorch) {
   Tensor query = f.get("query").clone().set_requires_grad();
   Tensor key = query, value = query;
   attention::Mask mask;
-  if (c == "cross_lengths") {
+  const bool cross = c.rfind("cross", 0) == 0;
+  if (cross) {
     key = f.get("key").clone().set_requires_grad();
     value = f.get("value").clone().set_requires_grad();
-    mask.key_lengths = f.get("lengths");
-  } else {
-    mask.causal = true;
   }
+  if (c == "cross_lengths") mask.key_lengths = f.get("lengths");
+  if (c == "self_causal") mask.causal = true;
   attention::AttentionOutput o = mha.forward(query, key, value, mask, true);
   EXPECT_CLOSE(o.context, f.get("output"), 1e-4, "output");
   EXPECT_CLOSE(o.weights, f.get("weights"), 1e-4, "weights");
@@ -43,14 +43,14 @@ TEST_P(MultiHeadOracle, MatchesTorch) {
   }
   backward(add(sum_all(mul(o.context, f.get("r_y"))), sum_all(mul(o.weights, f.get("r_w")))));
   EXPECT_CLOSE(query.grad(), f.get("g_query"), 1e-3, "g_query");
-  if (c == "cross_lengths") {
+  if (cross) {
     EXPECT_CLOSE(key.grad(), f.get("g_key"), 1e-3, "g_key");
     EXPECT_CLOSE(value.grad(), f.get("g_value"), 1e-3, "g_value");
   }
   for (auto& [name, p] : params) EXPECT_CLOSE(p.grad(), f.get("g_" + name), 1e-3, "g_" + name);
 }
 
-INSTANTIATE_TEST_SUITE_P(Torch, MultiHeadOracle, ::testing::Values("cross_lengths", "self_causal"));
+INSTANTIATE_TEST_SUITE_P(Torch, MultiHeadOracle, ::testing::Values("cross_lengths", "self_causal", "cross_none", "self_none"));
 
 TEST(PositionalEncoding, SinusoidTableAndShape) {
   Rng rng(1);

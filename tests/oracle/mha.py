@@ -1,6 +1,7 @@
 """PyTorch reference for attn::nn::MultiHeadAttention (tests/test_multihead.cpp).
 
-usage: mha.py OUT CASE    CASE: cross_lengths | self_causal
+usage: mha.py OUT CASE    CASE: cross_lengths | self_causal | cross_none | self_none
+(cross: separate key and value inputs; none: no mask at all)
 torch.nn.MultiheadAttention(E=8, heads=2, batch_first=True) with random
 (non-zero) biases; writes inputs, parameters (torch names), output, per-head
 weights, the loss seeds and every gradient (g_<name>).
@@ -12,32 +13,35 @@ import torch
 from st import save
 
 out, case = sys.argv[1], sys.argv[2]
-torch.manual_seed(7 if case == "cross_lengths" else 8)
+torch.manual_seed({"cross_lengths": 7, "self_causal": 8, "cross_none": 9, "self_none": 10}[case])
+cross = case.startswith("cross")
 B, E, H = 2, 8, 2
-Lq, Lk = (5, 6) if case == "cross_lengths" else (6, 6)
+Lq, Lk = (5, 6) if cross else (6, 6)
 mha = torch.nn.MultiheadAttention(E, H, batch_first=True).double()
 with torch.no_grad():
     mha.in_proj_bias.normal_(0, 0.3)
     mha.out_proj.bias.normal_(0, 0.3)
 query = torch.randn(B, Lq, E).double().requires_grad_()
-if case == "self_causal":
+attn_mask = kpm = None
+if not cross:
     key = value = query
-    attn_mask = torch.ones(Lq, Lk).tril().bool().logical_not()  # True = not allowed
-    kpm = None
+    if case == "self_causal":
+        attn_mask = torch.ones(Lq, Lk).tril().bool().logical_not()  # True = not allowed
 else:
     key = torch.randn(B, Lk, E).double().requires_grad_()
     value = torch.randn(B, Lk, E).double().requires_grad_()
-    attn_mask = None
-    lengths = [Lk, 3]
-    kpm = torch.arange(Lk)[None, :] >= torch.tensor(lengths)[:, None]  # True = padding
+    if case == "cross_lengths":
+        lengths = [Lk, 3]
+        kpm = torch.arange(Lk)[None, :] >= torch.tensor(lengths)[:, None]  # True = padding
 y, w = mha(query, key, value, key_padding_mask=kpm, attn_mask=attn_mask, need_weights=True,
            average_attn_weights=False)
 r_y, r_w = torch.randn(y.shape).double(), torch.randn(w.shape).double()
 ((y * r_y).sum() + (w * r_w).sum()).backward()
 res = {"query": query, "output": y, "weights": w, "r_y": r_y, "r_w": r_w, "g_query": query.grad}
+if cross:
+    res.update({"key": key, "value": value, "g_key": key.grad, "g_value": value.grad})
 if case == "cross_lengths":
-    res.update({"key": key, "value": value, "g_key": key.grad, "g_value": value.grad,
-                "lengths": torch.tensor(lengths, dtype=torch.float32)})
+    res["lengths"] = torch.tensor(lengths, dtype=torch.float32)
 for name, p in mha.named_parameters():
     res[name] = p
     res["g_" + name] = p.grad
