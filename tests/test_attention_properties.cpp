@@ -1,6 +1,8 @@
 // Properties of the attention functions that hold for any input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "attn/attention/attention.h"
 #include "oracle.h"
 
@@ -16,32 +18,59 @@ TEST(AttentionProperties, SelfAttentionIsPermutationEquivariant) {
   const int64_t B = 2, L = 9, D = 8, A = 6;
   Tensor x = randn({B, 1, L, D}, rng);
   Tensor Wq = randn({D, D}, rng, 0.4f), Wk = randn({D, D}, rng, 0.4f), Wv = randn({D, D}, rng, 0.4f);
-  std::vector<int64_t> perm = {3, 0, 8, 5, 1, 7, 2, 6, 4};
-  Tensor xp = Tensor::empty(x.shape());
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t i = 0; i < L; ++i)
-      for (int64_t d = 0; d < D; ++d) xp.data()[(b * L + i) * D + d] = x.data()[(b * L + perm[i]) * D + d];
   std::vector<Score> scores = {Dot{}, ScaledDot{}, General{randn({D, D}, rng, 0.4f)},
                                Additive{randn({A, D}, rng), randn({A, D}, rng), randn({A}, rng), Tensor()},
                                Concat{randn({A, 2 * D}, rng), randn({A}, rng)}};
-  for (size_t s = 0; s < scores.size(); ++s)
-    for (Kernel kern : {s < 3 ? Kernel::Fused : Kernel::Auto, Kernel::Materialized}) {
-      SCOPED_TRACE("score " + std::to_string(s) + (kern == Kernel::Materialized ? " materialized" : " fused/auto"));
-      AttentionOptions o;
-      o.kernel = kern;
-      auto self = [&](const Tensor& in) {
-        Tensor q = linear(in, Wq, Tensor()), k = linear(in, Wk, Tensor()), v = linear(in, Wv, Tensor());
-        return attention::attention(q, k, v, scores[s], o).context;
-      };
-      Tensor y = self(x), yp = self(xp);
-      Tensor y_permuted = Tensor::empty(y.shape());
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t i = 0; i < L; ++i)
-          for (int64_t d = 0; d < D; ++d) y_permuted.data()[(b * L + i) * D + d] = y.data()[(b * L + perm[i]) * D + d];
-      EXPECT_CLOSE(yp, y_permuted, 1e-5, "attention of permuted input vs permuted attention");
-      // and the test is not vacuous: the output does depend on the order of rows
-      EXPECT_GT(max_rel_diff(yp, y), 1e-2);
-    }
+  for (int trial = 0; trial < 5; ++trial) {  // random permutations (Fisher-Yates on the test's Rng)
+    std::vector<int64_t> perm(L);
+    for (int64_t i = 0; i < L; ++i) perm[i] = i;
+    do shuffle(perm, rng);
+    while (std::is_sorted(perm.begin(), perm.end()));
+    SCOPED_TRACE("permutation " + std::to_string(trial));
+    Tensor xp = Tensor::empty(x.shape());
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t i = 0; i < L; ++i)
+        for (int64_t d = 0; d < D; ++d) xp.data()[(b * L + i) * D + d] = x.data()[(b * L + perm[i]) * D + d];
+    for (size_t s = 0; s < scores.size(); ++s)
+      for (Kernel kern : {s < 3 ? Kernel::Fused : Kernel::Auto, Kernel::Materialized}) {
+        SCOPED_TRACE("score " + std::to_string(s) + (kern == Kernel::Materialized ? " materialized" : " fused/auto"));
+        AttentionOptions o;
+        o.kernel = kern;
+        auto self = [&](const Tensor& in) {
+          Tensor q = linear(in, Wq, Tensor()), k = linear(in, Wk, Tensor()), v = linear(in, Wv, Tensor());
+          return attention::attention(q, k, v, scores[s], o).context;
+        };
+        Tensor y = self(x), yp = self(xp);
+        Tensor y_permuted = Tensor::empty(y.shape());
+        for (int64_t b = 0; b < B; ++b)
+          for (int64_t i = 0; i < L; ++i)
+            for (int64_t d = 0; d < D; ++d) y_permuted.data()[(b * L + i) * D + d] = y.data()[(b * L + perm[i]) * D + d];
+        EXPECT_CLOSE(yp, y_permuted, 1e-5, "attention of permuted input vs permuted attention");
+        // and the test is not vacuous: the output does depend on the order of rows
+        EXPECT_GT(max_rel_diff(yp, y), 1e-2);
+      }
+  }
+}
+
+// Weights come back only on request, on every path: [B, H, Lq, Lk] when asked,
+// undefined otherwise (the fused kernel never forms them).
+TEST(AttentionProperties, WeightsOnlyOnRequest) {
+  Rng rng(5);
+  Tensor q = randn({2, 2, 20, 4}, rng), k = randn({2, 2, 7, 4}, rng), v = randn({2, 2, 7, 3}, rng);
+  for (Kernel kern : {Kernel::Auto, Kernel::Fused, Kernel::Materialized}) {
+    AttentionOptions o;
+    o.kernel = kern;
+    EXPECT_FALSE(attention::attention(q, k, v, ScaledDot{}, o).weights.defined());
+  }
+  AttentionOptions o;
+  o.need_weights = true;
+  for (Score sc : {Score(Dot{}), Score(ScaledDot{}), Score(General{randn({4, 4}, rng)})}) {
+    AttentionOutput out = attention::attention(q, k, v, sc, o);
+    ASSERT_TRUE(out.weights.defined());
+    EXPECT_EQ(out.weights.shape(), Shape({2, 2, 20, 7}));
+  }
+  o.kernel = Kernel::Fused;  // the fused kernel cannot return them: an error, not a silent fallback
+  EXPECT_THROW(attention::attention(q, k, v, ScaledDot{}, o), std::invalid_argument);
 }
 
 // Weights are a distribution over the visible keys: rows sum to 1 (0 when

@@ -30,7 +30,8 @@ TEST_P(MultiHeadOracle, MatchesTorch) {
     key = f.get("key").clone().set_requires_grad();
     value = f.get("value").clone().set_requires_grad();
   }
-  if (c == "cross_lengths") mask.key_lengths = f.get("lengths");
+  if (c == "cross_lengths" || c == "self_keep_lengths") mask.key_lengths = f.get("lengths");
+  if (c == "self_keep_lengths") mask.keep = f.get("keep");  // [Lq, Lk], 1 = visible
   if (c == "self_causal") mask.causal = true;
   attention::AttentionOutput o = mha.forward(query, key, value, mask, true);
   EXPECT_CLOSE(o.context, f.get("output"), 1e-4, "output");
@@ -50,7 +51,8 @@ TEST_P(MultiHeadOracle, MatchesTorch) {
   for (auto& [name, p] : params) EXPECT_CLOSE(p.grad(), f.get("g_" + name), 1e-3, "g_" + name);
 }
 
-INSTANTIATE_TEST_SUITE_P(Torch, MultiHeadOracle, ::testing::Values("cross_lengths", "self_causal", "cross_none", "self_none"));
+INSTANTIATE_TEST_SUITE_P(Torch, MultiHeadOracle, ::testing::Values("cross_lengths", "self_causal", "cross_none", "self_none",
+                                                                  "self_keep_lengths"));
 
 TEST(PositionalEncoding, SinusoidTableAndShape) {
   Rng rng(1);
@@ -111,7 +113,8 @@ TEST_P(AdditiveStepBatch, FusedStepMatchesComposedScores) {
   nn::AdditiveAttention att(Qd, Kd, A, rng);
   Tensor s0 = randn({B, Qd}, rng), h0 = randn({B, Lk, Kd}, rng);
   Tensor lengths = Tensor::empty({B});
-  for (int64_t b = 0; b < B; ++b) lengths.data()[b] = float(b == 0 ? Lk : 1 + (b * 5) % Lk);
+  // row 0 sees every key, row 1 none (context and weights 0, no gradient)
+  for (int64_t b = 0; b < B; ++b) lengths.data()[b] = float(b == 0 ? Lk : b == 1 ? 0 : 1 + (b * 5) % Lk);
   Tensor rc = randn({B, Kd}, rng), rw = randn({B, Lk}, rng);
   std::vector<Tensor> outs[2], grads[2];
   for (int path = 0; path < 2; ++path) {

@@ -17,7 +17,8 @@ Tensor head_part(const Tensor& qkv, int p, int64_t H) {
   return permute(reshape(slice(qkv, 2, p * E, E), {B, L, H, E / H}), {0, 2, 1, 3});
 }
 
-void compare(int64_t B, int64_t L, int64_t H, int64_t D, bool causal, bool lengths, float dropout) {
+// keep: 0 none, 1 a [B, H, L, L] mask with one fully hidden row, 2 a [L, L] mask
+void compare(int64_t B, int64_t L, int64_t H, int64_t D, bool causal, bool lengths, float dropout, int keep = 0) {
   Rng rng(7);
   const int64_t E = H * D;
   Tensor qkv = randn({B, L, 3 * E}, rng).set_requires_grad();
@@ -28,6 +29,12 @@ void compare(int64_t B, int64_t L, int64_t H, int64_t D, bool causal, bool lengt
   if (lengths) {
     o.mask.key_lengths = Tensor::empty({B});
     for (int64_t b = 0; b < B; ++b) o.mask.key_lengths.data()[b] = float(L - (b * 37) % L);
+  }
+  if (keep) {
+    o.mask.keep = keep == 1 ? Tensor::empty({B, H, L, L}) : Tensor::empty({L, L});
+    float* m = o.mask.keep.data();
+    for (int64_t e = 0; e < o.mask.keep.numel(); ++e) m[e] = rng.uniform() < 0.7f ? 1.0f : 0.0f;
+    if (keep == 1) std::fill(m + 3 * L, m + 4 * L, 0.0f);  // row 3 of (b 0, h 0) sees nothing
   }
   o.dropout = dropout;
   o.seed = 3;
@@ -46,6 +53,9 @@ TEST(SdpaPacked, MatchesPermutedSdpaFused) { compare(2, 37, 3, 8, false, false, 
 TEST(SdpaPacked, CausalLengthsDropout) { compare(2, 130, 2, 16, true, true, 0.1f); }
 // one (b, h) over 2+ threads: the backward splits the keys and sums dQ partials
 TEST(SdpaPacked, SplitKeysPartialSums) { compare(1, 300, 1, 8, false, false, 0.0f); }
+// a boolean mask read through the packed layout's strides
+TEST(SdpaPacked, KeepMaskPerHeadWithHiddenRow) { compare(2, 70, 2, 16, false, true, 0.0f, 1); }
+TEST(SdpaPacked, KeepMask2dCausal) { compare(2, 45, 3, 8, true, false, 0.0f, 2); }
 
 TEST(SdpaPacked, RejectsBadShapes) {
   EXPECT_THROW(sdpa_fused_packed(Tensor::zeros({2, 4, 10}), 2, {}), std::invalid_argument);

@@ -11,7 +11,7 @@
 //
 // gflops = 4 B H Lq Lk D / forward time (halved for causal: only the lower
 // triangle is work). peak_bytes = the tensor pool's peak during one
-// forward+backward; rss_bytes = the process's peak resident set. Shapes run
+// forward+backward (for attn-mha: projections, activations and gradients included); rss_bytes = the process's peak resident set. Shapes run
 // with --large (L=4096, and B=1 H=8 L=16384) each run in a forked child, so
 // their rss_bytes is their own.
 #include <sys/resource.h>
@@ -98,16 +98,19 @@ nlohmann::json bench_mha(const Shape4& s, const BenchOptions& opt) {
     fwd = median_ms([&] { mha.forward(x, x, x, mask); }, reps, 1);
   }
   x.set_requires_grad();
-  double fwdbwd = median_ms(
-      [&] {
-        backward(mha.forward(x, x, x, mask).context, seed);
-        mha.zero_grad(), x.zero_grad();
-      },
-      reps, 1);
+  auto step = [&] {
+    backward(mha.forward(x, x, x, mask).context, seed);
+    mha.zero_grad(), x.zero_grad();
+  };
+  double fwdbwd = median_ms(step, reps, 1);
+  pool::reset_peak();
+  size_t base = pool::stats().bytes_in_use;
+  step();
+  size_t peak = pool::stats().peak_bytes_in_use - base;
   double flops = 4.0 * double(s.B * s.H) * double(s.L) * double(s.L) * double(s.D) * (s.causal ? 0.5 : 1.0);
   nlohmann::json j = {{"bench", "attention"}, {"impl", "attn-mha"}, {"B", s.B}, {"H", s.H}, {"Lq", s.L}, {"Lk", s.L},
                       {"D", s.D}, {"causal", s.causal}, {"threads", opt.threads}, {"fwd_ms", fwd},
-                      {"fwdbwd_ms", fwdbwd}, {"gflops", flops / (fwd * 1e6)}, {"peak_bytes", nullptr},
+                      {"fwdbwd_ms", fwdbwd}, {"gflops", flops / (fwd * 1e6)}, {"peak_bytes", peak},
                       {"rss_bytes", rss_peak_bytes()}};
   emit(j);
   return j;
