@@ -3,10 +3,12 @@
 // gradient of every input and parameter, with and without each kind of mask.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "attn/attention/additive_step.h"
 #include "attn/attention/attention.h"
+#include "attn/nn/attention_layer.h"
 #include "oracle.h"
 
 namespace attn::testing {
@@ -93,6 +95,41 @@ TEST_P(AttentionOracle, ContextWeightsAndGradients) {
     ++checked;
   }
   EXPECT_GE(checked, 3);
+  if (c.score == "additive_step") return;
+
+  // The same case through nn::AttentionLayer, torch's parameters copied in
+  // (file name -> parameter name): context, weights and every gradient.
+  const int64_t D = f.get("q").size(3), Dk = f.get("k").size(3);
+  nn::ScoreKind kind = c.score == "dot"        ? nn::ScoreKind::Dot
+                       : c.score == "scaled_dot" ? nn::ScoreKind::ScaledDot
+                       : c.score == "additive"   ? nn::ScoreKind::Additive
+                       : c.score == "concat"     ? nn::ScoreKind::Concat
+                                                 : nn::ScoreKind::General;  // general, local_m, local_p
+  nn::AttentionLayerOptions lo(kind, D, Dk);
+  if (f.has("va")) lo.set_attn_dim(f.get("va").size(0));
+  if (f.has("vp")) lo.set_attn_dim(f.get("vp").size(0));
+  if (c.score == "local_m") lo.set_window(Window::LocalMonotonic, 2);
+  if (c.score == "local_p") lo.set_window(Window::LocalPredictive, 2);
+  Rng rng(1);
+  nn::AttentionLayer layer(lo, rng);
+  const std::map<std::string, std::string> file_name = {{"W", "W"},   {"W1", "W1"}, {"W2", "W2"}, {"bias", "bias"},
+                                                        {"v", "va"},  {"Wa", "Wa"}, {"Wp", "Wp"}, {"vp", "vp"}};
+  auto params = layer.named_parameters();
+  for (auto& [name, p] : params) p.copy_from(f.get(file_name.at(name)));
+  Tensor q = f.get("q").clone().set_requires_grad(), k = f.get("k").clone().set_requires_grad(),
+         v = f.get("v").clone().set_requires_grad();
+  Mask mask;
+  if (f.has("lengths")) mask.key_lengths = f.get("lengths");
+  if (f.has("keep")) mask.keep = f.get("keep");
+  mask.causal = c.mask == "causal" || c.mask == "all";
+  AttentionOutput lout = layer.forward(q, k, v, mask, true, c.score == "local_m" ? 1 : 0);
+  EXPECT_CLOSE(lout.context, f.get("context"), 1e-4, "layer context");
+  EXPECT_CLOSE(lout.weights, f.get("weights"), 1e-4, "layer weights");
+  backward(add(sum_all(mul(lout.context, f.get("r_ctx"))), sum_all(mul(lout.weights, f.get("r_w")))));
+  EXPECT_CLOSE(q.grad(), f.get("g_q"), 1e-3, "layer gradient of q");
+  EXPECT_CLOSE(k.grad(), f.get("g_k"), 1e-3, "layer gradient of k");
+  EXPECT_CLOSE(v.grad(), f.get("g_v"), 1e-3, "layer gradient of v");
+  for (auto& [name, p] : params) EXPECT_CLOSE(p.grad(), f.get("g_" + file_name.at(name)), 1e-3, "layer gradient of " + name);
 }
 
 std::vector<OracleCase> cases() {

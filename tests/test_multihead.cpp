@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "attn/nn/additive_attention.h"
+#include "attn/nn/attention_layer.h"
 #include "attn/nn/multihead.h"
 #include "oracle.h"
 
@@ -147,6 +148,45 @@ TEST_P(AdditiveStepBatch, FusedStepMatchesComposedScores) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AdditiveAttention, AdditiveStepBatch, ::testing::Values(3, 19));
+
+}  // namespace
+}  // namespace attn::testing
+
+namespace attn::testing {
+namespace {
+
+// nn::AttentionLayer registers exactly the parameters its score and window use
+// (their values are checked against PyTorch in test_attention_oracle.cpp) and
+// rejects settings that cannot work, naming them.
+TEST(AttentionLayer, ParametersPerScoreAndBadOptions) {
+  Rng rng(2);
+  auto names = [&](const nn::AttentionLayerOptions& o) {
+    std::vector<std::string> n;
+    for (auto& [name, p] : nn::AttentionLayer(o, rng).named_parameters()) n.push_back(name + ":" + p.shape().str());
+    return n;
+  };
+  using K = nn::ScoreKind;
+  EXPECT_TRUE(names(nn::AttentionLayerOptions(K::ScaledDot, 8, 8)).empty());
+  EXPECT_EQ(names(nn::AttentionLayerOptions(K::General, 6, 8)), std::vector<std::string>({"W:[6, 8]"}));
+  EXPECT_EQ(names(nn::AttentionLayerOptions(K::Additive, 6, 8).set_attn_dim(5)),
+            std::vector<std::string>({"W1:[5, 6]", "W2:[5, 8]", "v:[5]", "bias:[5]"}));
+  EXPECT_EQ(names(nn::AttentionLayerOptions(K::Concat, 6, 8).set_attn_dim(5)),
+            std::vector<std::string>({"Wa:[5, 14]", "v:[5]"}));
+  EXPECT_EQ(names(nn::AttentionLayerOptions(K::Dot, 4, 4).set_attn_dim(3).set_window(attention::Window::LocalPredictive, 2)),
+            std::vector<std::string>({"Wp:[3, 4]", "vp:[3]"}));
+  EXPECT_THROW(nn::AttentionLayer(nn::AttentionLayerOptions(K::Dot, 4, 6), rng), std::invalid_argument);
+  EXPECT_THROW(nn::AttentionLayer(nn::AttentionLayerOptions(K::General, 4, 4).set_dropout(1.0f), rng), std::invalid_argument);
+
+  // dropout acts in training mode only
+  nn::AttentionLayer layer(nn::AttentionLayerOptions(K::ScaledDot, 4, 4).set_dropout(0.5f), rng);
+  Tensor q = randn({1, 1, 20, 4}, rng), k = randn({1, 1, 20, 4}, rng), v = randn({1, 1, 20, 4}, rng);
+  NoGradGuard ng;
+  layer.train(false);
+  Tensor eval1 = layer.forward(q, k, v).context, eval2 = layer.forward(q, k, v).context;
+  EXPECT_CLOSE(eval1, eval2, 0.0, "eval mode is deterministic");
+  layer.train(true);
+  EXPECT_GT(max_rel_diff(layer.forward(q, k, v).context, eval1), 1e-2);
+}
 
 }  // namespace
 }  // namespace attn::testing
