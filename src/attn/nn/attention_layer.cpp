@@ -12,6 +12,18 @@ Tensor uniform_init(const Shape& shape, int64_t fan_in, Rng& rng) {
 }
 }  // namespace
 
+attention::AttentionOptions layer_attention_options(const attention::Mask& mask, float dropout, bool training,
+                                                    Rng* rng, bool need_weights, attention::Kernel kernel) {
+  attention::AttentionOptions o;
+  o.mask = mask;
+  o.dropout = dropout;
+  o.training = training;
+  o.rng = rng;
+  o.need_weights = need_weights;
+  o.kernel = need_weights ? attention::Kernel::Materialized : kernel;
+  return o;
+}
+
 AttentionLayer::AttentionLayer(const AttentionLayerOptions& opt, Rng& rng) : options(opt), rng_(&rng) {
   const int64_t D = opt.query_dim, Dk = opt.key_dim, A = opt.attn_dim > 0 ? opt.attn_dim : opt.key_dim;
   options.attn_dim = A;
@@ -60,13 +72,8 @@ attention::Score AttentionLayer::score() const {
 attention::AttentionOutput AttentionLayer::forward(const Tensor& q, const Tensor& k, const Tensor& v_in,
                                                    const attention::Mask& mask, bool need_weights,
                                                    int64_t position_offset) const {
-  attention::AttentionOptions o;
-  o.mask = mask;
-  o.dropout = options.dropout;
-  o.training = is_training();
-  o.rng = rng_;
-  o.need_weights = need_weights;
-  o.kernel = need_weights ? attention::Kernel::Materialized : options.kernel;
+  attention::AttentionOptions o =
+      layer_attention_options(mask, options.dropout, is_training(), rng_, need_weights, options.kernel);
   o.local.window = options.window;
   o.local.half_width = options.half_width;
   o.local.position_offset = position_offset;

@@ -43,6 +43,13 @@ struct AttentionLayerOptions {
   AttentionLayerOptions& set_kernel(attention::Kernel k) { kernel = k; return *this; }
 };
 
+// The options a layer passes to attention::attention(): its mask, its dropout
+// (active in training mode only), and the materialising kernel whenever the
+// weights are asked for (the fused kernel never forms them). Shared by
+// AttentionLayer and MultiHeadAttention.
+attention::AttentionOptions layer_attention_options(const attention::Mask& mask, float dropout, bool training,
+                                                    Rng* rng, bool need_weights, attention::Kernel kernel);
+
 // Parameters (only those the score and window use are defined and registered):
 // "W" [D, Dk]; "W1" [A, D], "W2" [A, Dk], "v" [A], "bias" [A]; "Wa" [A, D + Dk],
 // "v" [A]; local-p "Wp" [A, D], "vp" [A]. Init U(+-1/sqrt(fan_in)), fan_in the

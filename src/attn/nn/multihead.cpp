@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "attn/nn/attention_layer.h"
+
 namespace attn::nn {
 
 MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& opt, Rng& rng) : options(opt), rng_(&rng) {
@@ -53,13 +55,8 @@ attention::AttentionOutput MultiHeadAttention::forward(const Tensor& query, cons
     return permute(reshape(linear(x, w, b), {B, L, H, hd}), {0, 2, 1, 3});
   };
   Tensor q = heads(query, 0, Lq), k = heads(key, 1, Lk), v = heads(value, 2, Lk);
-  attention::AttentionOptions o;
-  o.mask = mask;
-  o.dropout = options.dropout;
-  o.training = is_training();
-  o.rng = rng_;
-  o.need_weights = need_weights;
-  o.kernel = need_weights ? attention::Kernel::Materialized : options.kernel;
+  attention::AttentionOptions o =
+      layer_attention_options(mask, options.dropout, is_training(), rng_, need_weights, options.kernel);
   attention::AttentionOutput a = attention::scaled_dot_product_attention(q, k, v, o);
   // [B, H, Lq, hd] -> [B, Lq, H, hd] -> [B, Lq, E] -> W_O
   Tensor concat_heads = reshape(permute(a.context, {0, 2, 1, 3}), {B, Lq, E});
