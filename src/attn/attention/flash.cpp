@@ -243,10 +243,14 @@ void backward_blocks(const Problem& p_in, const float* out, const float* dout, c
   if (!parallel) chunks = 1;
   const int64_t n_items = BH * chunks;
 
-  // per thread: Qt, dOt, dQt blocks [nqb][D or Dv][BR]; scaled Q rows [Lqp, Dp];
+  // per thread: Qt, dOt, dQt blocks [nqb][D or Dv][BR]; Q rows [Lqp, Dp];
   // dO rows [Lqp, Dvp]; lse, delta [Lqp]; St, P*Z, dP/dS, Z [kBc, BR]; dK, dV
   // accumulators [kGroup * kBc, Dp / Dvp]; dropout factors [BR]
   Scratch scratch(Lqp * (2 * D + Dv + Dp + Dvp + 2) + 4 * kBc * BR + kGroup * kBc * (Dp + Dvp) + BR);
+  // Q and dO rows of a head are used in place as GEMM row operands when they are
+  // contiguous whole vectors; otherwise (a head inside [B, L, 3, H, D], or D = 20)
+  // copied into padded rows: strided rows alias in the cache (see pack_rows)
+  const bool q_in_place = p.lq.si == D && D == Dp, do_in_place = p.lo.si == Dv && Dv == Dvp;
   Tensor partial = chunks > 1 ? Tensor::empty({n_items, Lq * D}) : Tensor();
 
 #pragma omp parallel for schedule(dynamic) if (parallel)
@@ -290,23 +294,26 @@ void backward_blocks(const Problem& p_in, const float* out, const float* dout, c
       }
     }
     std::fill(dqt_all, dqt_all + Lqp * D, 0.0f);
-    std::fill(qs + Lq * Dp, qs + Lqp * Dp, 0.0f);
-    std::fill(dor + Lq * Dvp, dor + Lqp * Dvp, 0.0f);
+    // The row operands of dK += dS^T Q and dV += (P Z)^T dO: read in place when
+    // their rows are contiguous whole vectors (D = 64), else copied padded
+    const float* q_rows = q_in_place ? q : qs;
+    const float* do_rows = do_in_place ? dO : dor;
+    const int64_t q_rows_ld = q_in_place ? q_ld : Dp, do_rows_ld = do_in_place ? o_ld : Dvp;
     for (int64_t i = 0; i < Lq; ++i) {
-      float* qr = qs + i * Dp;
-      float* gr = dor + i * Dvp;
       const float* qi = q + i * q_ld;
       const float* gi = dO + i * o_ld;
       const float* oi = o + i * o_ld;
-      for (int64_t d = 0; d < D; ++d) qr[d] = p.scale * qi[d];
-      std::fill(qr + D, qr + Dp, 0.0f);
+      if (!q_in_place) {
+        std::copy(qi, qi + D, qs + i * Dp);
+        std::fill(qs + i * Dp + D, qs + (i + 1) * Dp, 0.0f);
+      }
+      if (!do_in_place) {
+        std::copy(gi, gi + Dv, dor + i * Dvp);
+        std::fill(dor + i * Dvp + Dv, dor + (i + 1) * Dvp, 0.0f);
+      }
       float dlt = 0.0f;
 #pragma omp simd reduction(+ : dlt)
-      for (int64_t d = 0; d < Dv; ++d) {
-        gr[d] = gi[d];
-        dlt += gi[d] * oi[d];
-      }
-      std::fill(gr + Dv, gr + Dvp, 0.0f);
+      for (int64_t d = 0; d < Dv; ++d) dlt += gi[d] * oi[d];
       lse_p[i] = lse[bh * Lq + i];
       delta[i] = dlt;
     }
@@ -326,8 +333,8 @@ void backward_blocks(const Problem& p_in, const float* out, const float* dout, c
           prefetch_l2(qt_all + (qb + 1) * D * BR, D * BR);
           prefetch_l2(dot_all + (qb + 1) * Dv * BR, Dv * BR);
           prefetch_l2(dqt_all + (qb + 1) * D * BR, D * BR);
-          prefetch_l2(qs + (i0 + BR) * Dp, std::min(BR, Lq - i0 - BR) * Dp);
-          prefetch_l2(dor + (i0 + BR) * Dvp, std::min(BR, Lq - i0 - BR) * Dvp);
+          prefetch_l2(q_rows + (i0 + BR) * q_rows_ld, std::min(BR, Lq - i0 - BR) * q_rows_ld);
+          prefetch_l2(do_rows + (i0 + BR) * do_rows_ld, std::min(BR, Lq - i0 - BR) * do_rows_ld);
         }
         vf lsev[kV], dlv[kV];
         for (int u = 0; u < kV; ++u) {
@@ -360,7 +367,7 @@ void backward_blocks(const Problem& p_in, const float* out, const float* dout, c
             pdrop = pz;
           }
           // O = (P Z) V  =>  dV_j [nj, Dvp] += (P Z)^T dO_i
-          tile_gemm(nj, Dvp, ni, pdrop, BR, 1, dor + i0 * Dvp, Dvp, dvj, Dvp, true);
+          tile_gemm(nj, Dvp, ni, pdrop, BR, 1, do_rows + i0 * do_rows_ld, do_rows_ld, dvj, Dvp, true);
           // dP^T [nj, BR] = V_j dO_i^T
           tile_gemm(nj, BR, Dv, vj, v_ld, 1, dot_all + qb * Dv * BR, BR, ds, BR, false);
           // P = softmax(S)  =>  dS = P (dP Z - delta), delta_i = sum_j P_ij Z_ij dP_ij = dO_i . O_i
@@ -371,8 +378,8 @@ void backward_blocks(const Problem& p_in, const float* out, const float* dout, c
               if (dropout) dp = mul(dp, load(z + j * BR + u * kLanes));
               store(gp, mul(load(st + j * BR + u * kLanes), sub(dp, dlv[u])));
             }
-          // S = scale Q K^T  =>  dK_j [nj, Dp] += dS^T (scale Q_i)
-          tile_gemm(nj, Dp, ni, ds, BR, 1, qs + i0 * Dp, Dp, dkj, Dp, true);
+          // S = scale Q K^T  =>  dK_j [nj, Dp] += dS^T Q_i  (times scale when written out)
+          tile_gemm(nj, Dp, ni, ds, BR, 1, q_rows + i0 * q_rows_ld, q_rows_ld, dkj, Dp, true);
           //                  and dQ_i^T [D, BR] += K_j^T dS^T  (times scale when written out)
           tile_gemm(D, BR, nj, kj, 1, k_ld, ds, BR, dqt_all + qb * D * BR, BR, true);
         }
@@ -384,7 +391,7 @@ void backward_blocks(const Problem& p_in, const float* out, const float* dout, c
         const float* ka = dkacc + g * kBc * Dp;
         const float* va = dvacc + g * kBc * Dvp;
         for (int64_t j = 0; j < nj; ++j) {
-          std::copy(ka + j * Dp, ka + j * Dp + D, dkj + j * gk.si);
+          for (int64_t d = 0; d < D; ++d) dkj[j * gk.si + d] = p.scale * ka[j * Dp + d];
           std::copy(va + j * Dvp, va + j * Dvp + Dv, dvj + j * gv.si);
         }
       }
