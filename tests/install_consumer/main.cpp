@@ -39,5 +39,8 @@ int main() {
   float row = 0.0f, padding = 0.0f;
   for (int j = 0; j < 7; ++j) (j < 4 ? row : padding) += wt[(1 * 5 + 0) * 7 + j];
   std::printf("weights of sentence 2, query 1: sum %.4f over the real keys, %.1f on padding\n", row, padding);
-  return std::fabs(row - 1.0f) < 1e-5f && padding == 0.0f ? 0 : 1;
+  if (!(std::fabs(row - 1.0f) < 1e-5f && padding == 0.0f)) return 1;
+  q.set_requires_grad();
+  backward(sum_all(att.forward(q, k, k, mask).context));  // gradients reach q and W1, W2, v, bias
+  return q.grad().defined() && att.W1.grad().defined() && att.bias.grad().defined() ? 0 : 1;
 }
