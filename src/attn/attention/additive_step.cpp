@@ -23,18 +23,20 @@ using detail::shp;
 
 // qp [B, A] = query [B, Qd] W1^T, W1 [A, Qd].
 //
-// From B = kLanes rows on, as qp^T [A, Bp] = W1 query^T on the fused kernels'
-// register tile: W1 is the tile's broadcast operand, read in place, and query^T
-// [Qd, Bp] (batch rows on the vector lanes, zero-padded to whole vectors) its row
-// operand, which stays in L2. A BLAS call packs W1 on every step (2 MB at
-// 1024 -> 512), which costs more than the product itself: measured at B = 64,
-// OpenBLAS 0.77-0.88 ms, this 0.48-0.58 ms. Fewer rows: BLAS (a tile of 16 lanes
-// would be mostly padding).
+// For kLanes <= B <= kMaxTileRows, as qp^T [A, Bp] = W1 query^T on the fused
+// kernels' register tile: W1 is the tile's broadcast operand, read in place, and
+// query^T [Qd, Bp] (batch rows on the vector lanes, zero-padded to whole vectors)
+// its row operand, which stays in L2. A BLAS call packs W1 on every step (2 MB at
+// 1024 -> 512), which costs more than the product itself at these sizes:
+// measured at B = 64, OpenBLAS 0.77-0.88 ms, this 0.48-0.58 ms; at B = 32,
+// 0.44 vs 0.19 ms; at B = 128, 0.83 vs 0.73-0.77 ms. Fewer rows: a tile of 16
+// lanes would be mostly padding. More: query^T outgrows L2 and BLAS's packing
+// pays off (B = 512: 4.2-4.6 vs 7.7-8.6 ms).
 Tensor project_query(const Tensor& query, const Tensor& W1) {
   const int64_t B = query.size(0), Qd = query.size(1), A = W1.size(0);
   Tensor qp = Tensor::empty({B, A});
-  constexpr int64_t W = simd::kLanes;
-  if (B < W) {
+  constexpr int64_t W = simd::kLanes, kMaxTileRows = 128;
+  if (B < W || B > kMaxTileRows) {
     kernels::gemm(false, true, B, A, Qd, 1.0f, query.data(), Qd, W1.data(), Qd, 0.0f, qp.data(), A);
     return qp;
   }
