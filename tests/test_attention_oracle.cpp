@@ -40,6 +40,13 @@ TEST_P(AttentionOracle, ContextWeightsAndGradients) {
     inputs.emplace_back(name, t);
     return t;
   };
+  auto case_mask = [&] {  // the case's mask, as the oracle applied it
+    Mask m;
+    if (f.has("lengths")) m.key_lengths = f.get("lengths");
+    if (f.has("keep")) m.keep = f.get("keep");
+    m.causal = c.mask == "causal" || c.mask == "all";
+    return m;
+  };
   Tensor ctx, w;
   if (c.score == "additive_step") {
     Tensor query = in("query"), keys = in("keys"), values = in("values"), W1 = in("W1"), W2 = in("W2"),
@@ -51,9 +58,7 @@ TEST_P(AttentionOracle, ContextWeightsAndGradients) {
     Tensor q = in("q"), k = in("k"), v = in("v");
     AttentionOptions opt;
     opt.need_weights = true;
-    if (f.has("lengths")) opt.mask.key_lengths = f.get("lengths");
-    if (f.has("keep")) opt.mask.keep = f.get("keep");
-    opt.mask.causal = c.mask == "causal" || c.mask == "all";
+    opt.mask = case_mask();
     Score score;
     if (c.score == "dot") score = Dot{};
     if (c.score == "scaled_dot") score = ScaledDot{};
@@ -118,11 +123,7 @@ TEST_P(AttentionOracle, ContextWeightsAndGradients) {
   for (auto& [name, p] : params) p.copy_from(f.get(file_name.at(name)));
   Tensor q = f.get("q").clone().set_requires_grad(), k = f.get("k").clone().set_requires_grad(),
          v = f.get("v").clone().set_requires_grad();
-  Mask mask;
-  if (f.has("lengths")) mask.key_lengths = f.get("lengths");
-  if (f.has("keep")) mask.keep = f.get("keep");
-  mask.causal = c.mask == "causal" || c.mask == "all";
-  AttentionOutput lout = layer.forward(q, k, v, mask, true, c.score == "local_m" ? 1 : 0);
+  AttentionOutput lout = layer.forward(q, k, v, case_mask(), true, c.score == "local_m" ? 1 : 0);
   EXPECT_CLOSE(lout.context, f.get("context"), 1e-4, "layer context");
   EXPECT_CLOSE(lout.weights, f.get("weights"), 1e-4, "layer weights");
   backward(add(sum_all(mul(lout.context, f.get("r_ctx"))), sum_all(mul(lout.weights, f.get("r_w")))));

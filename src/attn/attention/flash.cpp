@@ -243,14 +243,15 @@ void backward_blocks(const Problem& p_in, const float* out, const float* dout, c
   if (!parallel) chunks = 1;
   const int64_t n_items = BH * chunks;
 
-  // per thread: Qt, dOt, dQt blocks [nqb][D or Dv][BR]; Q rows [Lqp, Dp];
-  // dO rows [Lqp, Dvp]; lse, delta [Lqp]; St, P*Z, dP/dS, Z [kBc, BR]; dK, dV
-  // accumulators [kGroup * kBc, Dp / Dvp]; dropout factors [BR]
-  Scratch scratch(Lqp * (2 * D + Dv + Dp + Dvp + 2) + 4 * kBc * BR + kGroup * kBc * (Dp + Dvp) + BR);
   // Q and dO rows of a head are used in place as GEMM row operands when they are
   // contiguous whole vectors; otherwise (a head inside [B, L, 3, H, D], or D = 20)
   // copied into padded rows: strided rows alias in the cache (see pack_rows)
   const bool q_in_place = p.lq.si == D && D == Dp, do_in_place = p.lo.si == Dv && Dv == Dvp;
+  const int64_t q_copy = q_in_place ? 0 : Lqp * Dp, do_copy = do_in_place ? 0 : Lqp * Dvp;
+  // per thread: Qt, dOt, dQt blocks [nqb][D or Dv][BR]; Q rows [Lqp, Dp] and dO
+  // rows [Lqp, Dvp] when copied; lse, delta [Lqp]; St, P*Z, dP/dS, Z [kBc, BR];
+  // dK, dV accumulators [kGroup * kBc, Dp / Dvp]; dropout factors [BR]
+  Scratch scratch(Lqp * (2 * D + Dv + 2) + q_copy + do_copy + 4 * kBc * BR + kGroup * kBc * (Dp + Dvp) + BR);
   Tensor partial = chunks > 1 ? Tensor::empty({n_items, Lq * D}) : Tensor();
 
 #pragma omp parallel for schedule(dynamic) if (parallel)
@@ -259,8 +260,8 @@ void backward_blocks(const Problem& p_in, const float* out, const float* dout, c
     float* dot_all = qt_all + Lqp * D;
     float* dqt_all = dot_all + Lqp * Dv;
     float* qs = dqt_all + Lqp * D;
-    float* dor = qs + Lqp * Dp;
-    float* lse_p = dor + Lqp * Dvp;
+    float* dor = qs + q_copy;
+    float* lse_p = dor + do_copy;
     float* delta = lse_p + Lqp;
     float* st = delta + Lqp;
     float* pz = st + kBc * BR;

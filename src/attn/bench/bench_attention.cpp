@@ -11,9 +11,10 @@
 //
 // gflops = 4 B H Lq Lk D / forward time (halved for causal: only the lower
 // triangle is work). peak_bytes = the tensor pool's peak during one
-// forward+backward (for attn-mha: projections, activations and gradients included); rss_bytes = the process's peak resident set. Shapes run
-// with --large (L=4096, and B=1 H=8 L=16384) each run in a forked child, so
-// their rss_bytes is their own.
+// forward+backward (for attn-mha: projections, activations and gradients
+// included); rss_bytes = the process's peak resident set. Shapes run with
+// --large (L=4096, and B=1 H=8 L=16384) each run in a forked child, so their
+// rss_bytes is their own.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,6 +46,14 @@ size_t rss_peak_bytes() {
 // shapes take seconds per call; the short ones (L <= 128, the additive step)
 // take a few ms or less, where 10 calls leave the median at the mercy of one
 // disturbance on this shared machine.
+// The tensor pool's peak above what was in use before, over one call of step.
+size_t pool_peak_of(const std::function<void()>& step) {
+  pool::reset_peak();
+  size_t base = pool::stats().bytes_in_use;
+  step();
+  return pool::stats().peak_bytes_in_use - base;
+}
+
 int reps_for(const Shape4& s, int repeats) {
   double work = double(s.B * s.H) * double(s.L) * double(s.L);
   return work > 1e9 ? 3 : s.L <= 128 ? 10 * repeats : repeats;
@@ -70,10 +79,7 @@ nlohmann::json bench_sdpa(const Shape4& s, bool fused, const BenchOptions& opt) 
     q.zero_grad(), k.zero_grad(), v.zero_grad();
   };
   double fwdbwd = median_ms(step, reps, 1);
-  pool::reset_peak();
-  size_t base = pool::stats().bytes_in_use;
-  step();
-  size_t peak = pool::stats().peak_bytes_in_use - base;
+  size_t peak = pool_peak_of(step);
   double flops = 4.0 * double(s.B * s.H) * double(s.L) * double(s.L) * double(s.D) * (s.causal ? 0.5 : 1.0);
   nlohmann::json j = {{"bench", "attention"}, {"impl", fused ? "attn-fused" : "attn-naive"}, {"B", s.B}, {"H", s.H},
                       {"Lq", s.L}, {"Lk", s.L}, {"D", s.D}, {"causal", s.causal}, {"threads", opt.threads},
@@ -103,10 +109,7 @@ nlohmann::json bench_mha(const Shape4& s, const BenchOptions& opt) {
     mha.zero_grad(), x.zero_grad();
   };
   double fwdbwd = median_ms(step, reps, 1);
-  pool::reset_peak();
-  size_t base = pool::stats().bytes_in_use;
-  step();
-  size_t peak = pool::stats().peak_bytes_in_use - base;
+  size_t peak = pool_peak_of(step);
   double flops = 4.0 * double(s.B * s.H) * double(s.L) * double(s.L) * double(s.D) * (s.causal ? 0.5 : 1.0);
   nlohmann::json j = {{"bench", "attention"}, {"impl", "attn-mha"}, {"B", s.B}, {"H", s.H}, {"Lq", s.L}, {"Lk", s.L},
                       {"D", s.D}, {"causal", s.causal}, {"threads", opt.threads}, {"fwd_ms", fwd},
