@@ -190,19 +190,20 @@ TEST(SubwordVocab, JointUnigramRoundTripAndSpecialIds) {
   SubwordVocab::train({&c.src, &c.tgt}, model, o);
   const SubwordVocab v = SubwordVocab::load(model);
   EXPECT_EQ(v.size(), 1000);
-  EXPECT_EQ(v.piece(kVocabPad), "<pad>");
-  EXPECT_EQ(v.piece(kVocabBos), "<s>");
-  EXPECT_EQ(v.piece(kVocabEos), "</s>");
-  EXPECT_EQ(v.piece(kVocabUnk), "<unk>");
-  EXPECT_EQ(v.id("<s>"), kVocabBos);
-  EXPECT_EQ(v.id("no-such-piece-here"), kVocabUnk);
+  EXPECT_EQ(v.specials(), kTrainedSpecials);
+  EXPECT_EQ(v.piece(kTrainedSpecials.pad), "<pad>");
+  EXPECT_EQ(v.piece(kTrainedSpecials.bos), "<s>");
+  EXPECT_EQ(v.piece(kTrainedSpecials.eos), "</s>");
+  EXPECT_EQ(v.piece(kTrainedSpecials.unk), "<unk>");
+  EXPECT_EQ(v.id("<s>"), kTrainedSpecials.bos);
+  EXPECT_EQ(v.id("no-such-piece-here"), kTrainedSpecials.unk);
 
   int64_t pieces = 0, chars = 0;
   for (const auto* side : {&c.src, &c.tgt})
     for (const std::string& s : *side) {
       const std::vector<int> ids = v.encode(s);
       for (int id : ids) {
-        ASSERT_GT(id, kVocabUnk) << "special or unknown id in '" << s << "'";
+        ASSERT_GT(id, kTrainedSpecials.unk) << "special or unknown id in '" << s << "'";
         ASSERT_LT(id, v.size());
       }
       ASSERT_EQ(v.decode(ids), s);
@@ -212,10 +213,10 @@ TEST(SubwordVocab, JointUnigramRoundTripAndSpecialIds) {
   // subwords, not characters: clearly fewer pieces than characters
   EXPECT_LT(pieces * 2, chars);
   // BOS/EOS/pad decode to nothing
-  std::vector<int> framed = {kVocabBos};
+  std::vector<int> framed = {kTrainedSpecials.bos};
   for (int id : v.encode("Go.")) framed.push_back(id);
-  framed.push_back(kVocabEos);
-  framed.push_back(kVocabPad);
+  framed.push_back(kTrainedSpecials.eos);
+  framed.push_back(kTrainedSpecials.pad);
   EXPECT_EQ(v.decode(framed), "Go.");
   EXPECT_THROW(v.decode({v.size()}), std::invalid_argument);
   EXPECT_THROW(v.piece(-1), std::invalid_argument);
@@ -233,7 +234,7 @@ TEST(SubwordVocab, SeparateBpeVocabsAndNfkc) {
   const SubwordVocab fr = SubwordVocab::load(dir.file("fr.model"));
   EXPECT_EQ(en.size(), 600);
   EXPECT_EQ(fr.size(), 600);
-  EXPECT_NE(en.id("▁the"), kVocabUnk);  // a frequent English piece is in the English model
+  EXPECT_NE(en.id("▁the"), kTrainedSpecials.unk);  // a frequent English piece is in the English model
   // NFKC maps the no-break spaces of French typography (U+00A0, U+202F) to
   // spaces and leaves the rest of this sample alone; decoding is stable.
   for (const std::string& s : c.tgt) {
@@ -422,14 +423,14 @@ TEST(Batcher, PaddedTensorsMatchThePairs) {
       EXPECT_EQ(batch.src_lengths[r], int64_t(s.size()));
       EXPECT_EQ(batch.targets[r], t);
       for (int64_t j = 0; j < S; ++j)
-        EXPECT_EQ(batch.src.data()[r * S + j], j < int64_t(s.size()) ? float(s[j]) : float(kPad));
-      EXPECT_EQ(batch.tgt_in.data()[r * (T + 1)], float(kBos));
+        EXPECT_EQ(batch.src.data()[r * S + j], j < int64_t(s.size()) ? float(s[j]) : float(SpecialIds{}.pad));
+      EXPECT_EQ(batch.tgt_in.data()[r * (T + 1)], float(SpecialIds{}.bos));
       for (int64_t j = 0; j <= T; ++j) {
         const float in = batch.tgt_in.data()[r * (T + 1) + j];
         const float out = batch.tgt_out.data()[r * (T + 1) + j];
         if (j >= 1 && j <= n) EXPECT_EQ(in, float(t[j - 1]));
-        if (j > n) EXPECT_EQ(in, float(kPad));
-        EXPECT_EQ(out, j < n ? float(t[j]) : j == n ? float(kEos) : float(kPad));
+        if (j > n) EXPECT_EQ(in, float(SpecialIds{}.pad));
+        EXPECT_EQ(out, j < n ? float(t[j]) : j == n ? float(SpecialIds{}.eos) : float(SpecialIds{}.pad));
       }
     }
   }

@@ -56,7 +56,7 @@ std::unique_ptr<models::Seq2SeqModel> make(models::ModelType type, uint64_t seed
   for (auto& [name, p] : m->named_parameters()) {
     if (name == "output.weight")
       for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] *= 6.0f;
-    if (name == "output.bias") p.data()[data::kEos] += 0.5f;
+    if (name == "output.bias") p.data()[data::SpecialIds{}.eos] += 0.5f;
   }
   m->train(false);
   return m;
@@ -113,7 +113,7 @@ std::vector<decode::Hypothesis> reference_beam(const models::Seq2SeqModel& m, co
   for (int64_t step = 0;; ++step) {
     const int64_t N = int64_t(live.size());
     Tensor prev = Tensor::empty({N});
-    for (int64_t r = 0; r < N; ++r) prev.data()[r] = float(live[size_t(r)].tokens.empty() ? data::kBos : live[size_t(r)].tokens.back());
+    for (int64_t r = 0; r < N; ++r) prev.data()[r] = float(live[size_t(r)].tokens.empty() ? data::SpecialIds{}.bos : live[size_t(r)].tokens.back());
     models::StepOutput out = m.step(models::select_rows(e.memory, std::vector<int64_t>(size_t(N), 0)), state, prev);
     struct C {
       double score;
@@ -138,7 +138,7 @@ std::vector<decode::Hypothesis> reference_beam(const models::Seq2SeqModel& m, co
     for (size_t rank = 0; rank < c.size() && int64_t(next.size()) < K; ++rank) {
       decode::Hypothesis h = live[size_t(c[rank].row)];
       h.log_prob = c[rank].score;
-      if (c[rank].token == data::kEos) {
+      if (c[rank].token == data::SpecialIds{}.eos) {
         if (int64_t(rank) < K) {
           h.finished = true;
           finalize(h);
@@ -150,7 +150,7 @@ std::vector<decode::Hypothesis> reference_beam(const models::Seq2SeqModel& m, co
       next.push_back(h);
       parents.push_back(c[rank].row);
     }
-    const bool top_ended = c[0].token == data::kEos;
+    const bool top_ended = c[0].token == data::SpecialIds{}.eos;
     if ((top_ended && int64_t(done.size()) >= o.nbest) || step + 1 >= limit || next.empty()) {
       if (!top_ended)
         for (auto& h : next) finalize(h), done.push_back(h);
@@ -221,9 +221,9 @@ TEST_P(Search, NbestScoresMatchTeacherForcedRescoring) {
       b.src_lengths = {L};
       b.tgt_in = Tensor::empty({1, T});
       b.tgt_out = Tensor::empty({1, T});
-      b.tgt_in.data()[0] = data::kBos;
+      b.tgt_in.data()[0] = data::SpecialIds{}.bos;
       for (int64_t t = 0; t + 1 < T; ++t) b.tgt_in.data()[t + 1] = b.tgt_out.data()[t] = float(h.tokens[size_t(t)]);
-      b.tgt_out.data()[T - 1] = data::kEos;
+      b.tgt_out.data()[T - 1] = data::SpecialIds{}.eos;
       Tensor lp = log_softmax(m->forced_logits(b), -1);  // [T, V]
       const int64_t V = lp.size(1);
       double sum = 0;

@@ -223,12 +223,12 @@ data::Seq2SeqBatch tiny_batch(int64_t src_vocab, int64_t tgt_vocab) {
   for (int64_t i = 0; i < B; ++i) {
     b.src_lengths.push_back(int64_t(src[i].size()));
     for (size_t j = 0; j < src[i].size(); ++j) b.src.data()[i * S + int64_t(j)] = float(src[i][j] % src_vocab);
-    b.tgt_in.data()[i * T] = data::kBos;
+    b.tgt_in.data()[i * T] = data::SpecialIds{}.bos;
     for (size_t j = 0; j < tgt[i].size(); ++j) {
       b.tgt_in.data()[i * T + int64_t(j) + 1] = float(tgt[i][j] % tgt_vocab);
       b.tgt_out.data()[i * T + int64_t(j)] = float(tgt[i][j] % tgt_vocab);
     }
-    b.tgt_out.data()[i * T + int64_t(tgt[i].size())] = data::kEos;
+    b.tgt_out.data()[i * T + int64_t(tgt[i].size())] = data::SpecialIds{}.eos;
     b.targets.push_back(tgt[i]);
   }
   return b;

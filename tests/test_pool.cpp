@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <vector>
 
-#include "attn/models/toy_seq2seq.h"
+#include "attn/autograd/node.h"
+#include "attn/data/batcher.h"
+#include "attn/models/seq2seq.h"
 #include "attn/tensor/pool.h"
 #include "attn/train/optim.h"
 
@@ -47,15 +49,26 @@ TEST(Pool, CacheStaysBoundedAcrossManyShapes) {
 // From the second step on, a training step of the same shapes runs entirely
 // on recycled blocks: no call reaches the system allocator.
 TEST(Pool, TrainingStepAllocatesNothingNewAfterWarmup) {
-  Rng rng(5), data_rng(6);
-  models::ToySeq2SeqOptions mo;
-  mo.hidden = 64;
-  models::ToySeq2Seq model(mo, rng);
-  train::Adam adam(model.named_parameters());
+  models::ModelConfig c;  // a small rnnsearch
+  c.src_vocab = c.tgt_vocab = 40;
+  c.embed = c.encoder_hidden = c.attention = c.readout = 16;
+  c.decoder_hidden = 32;
+  Rng rng(5);
+  auto model = models::make_model(c, rng, 6);
+  train::Adam adam(model->named_parameters());
+  data::EncodedCorpus corpus;  // 32 pairs of 6 ids each: every batch has the same shapes
+  for (int i = 0; i < 32; ++i) {
+    corpus.src.push_back({4 + i % 30, 5, 6, 7, 8, 9});
+    corpus.tgt.push_back({9, 8, 7, 6, 5, 4 + i % 30});
+    corpus.line.push_back(i + 1);
+  }
+  data::BatchOptions bo;
+  bo.max_tokens = 32 * 7;
+  const data::Batcher batcher(corpus, bo);
   auto step = [&] {
-    data::Seq2SeqBatch b = data::reverse_digits_batch(32, 6, 6, data_rng);  // fixed shapes
+    data::Seq2SeqBatch b = batcher.make_batch(batcher.plan_epoch(0).at(0));
     adam.zero_grad();
-    Tensor loss = model.loss(b);
+    Tensor loss = model->loss(b);
     backward(loss);
     adam.step();
   };

@@ -266,7 +266,7 @@ TEST(RnnSearchSearchStep, PackedLayoutSearches) {
   for (auto& [name, p] : model->named_parameters()) {
     if (name == "output.weight")
       for (int64_t i = 0; i < p.numel(); ++i) p.data()[i] *= 6.0f;
-    if (name == "output.bias") p.data()[data::kEos] += 1.0f;
+    if (name == "output.bias") p.data()[data::SpecialIds{}.eos] += 1.0f;
   }
   model->train(false);
   const int64_t B = 20, S = 7;

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "attn/data/line_reader.h"
+#include "attn/data/toy_tasks.h"
 #include "attn/decode/translator.h"
 #include "attn/eval/bleu.h"
 #include "attn/tensor/safetensors.h"
@@ -23,36 +24,8 @@
 namespace attn::testing {
 namespace {
 
-// Source: 3-7 words of a 24-word English lexicon and " ."; target: the French
-// words in reverse order and " .". Learning it needs the attention to walk
-// the source backwards.
-struct ToyCorpus {
-  std::vector<std::string> src, tgt;
-};
-ToyCorpus toy_corpus(int64_t n, uint64_t seed) {
-  static const char* en[] = {"one", "two",  "three", "four",  "five",  "six",  "seven", "eight",
-                             "nine", "ten", "red",   "blue",  "green", "black", "white", "cat",
-                             "dog", "bird", "fish",  "house", "car",   "tree", "sun",   "moon"};
-  static const char* fr[] = {"un",   "deux",  "trois", "quatre", "cinq",    "six",     "sept",   "huit",
-                             "neuf", "dix",   "rouge", "bleu",   "vert",    "noir",    "blanc",  "chat",
-                             "chien", "oiseau", "poisson", "maison", "voiture", "arbre", "soleil", "lune"};
-  Rng rng(seed);
-  ToyCorpus c;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t len = 3 + int64_t(rng.below(5));
-    std::vector<int> w;
-    for (int64_t k = 0; k < len; ++k) w.push_back(int(rng.below(24)));
-    std::string s, t;
-    for (int x : w) s += std::string(en[x]) + " ";
-    for (auto it = w.rbegin(); it != w.rend(); ++it) t += std::string(fr[*it]) + " ";
-    c.src.push_back(s + ".");
-    c.tgt.push_back(t + ".");
-  }
-  return c;
-}
-
 void write_toy(const std::string& dir, const std::string& name, int64_t n, uint64_t seed) {
-  ToyCorpus c = toy_corpus(n, seed);
+  const data::ParallelCorpus c = data::reversal_corpus(n, seed);  // data/toy_tasks.h
   data::write_lines(dir + "/" + name + ".en", c.src);
   data::write_lines(dir + "/" + name + ".fr", c.tgt);
 }
@@ -90,7 +63,7 @@ TEST(TranslationE2E, ToyTaskTrainsTranslatesAndBeatsTheBleuFloor) {
   TempDir dir("mt_e2e");
   write_toy(dir.path, "train", 3000, 1);
   write_toy(dir.path, "valid", 100, 2);
-  ToyCorpus test = toy_corpus(100, 3);
+  const data::ParallelCorpus test = data::reversal_corpus(100, 3);
   const std::string out = dir.path + "/run";
   train::TrainConfig cfg = train::parse_train_config(
       toy_config(dir.path, out, "  max_epochs: 5\n  valid_every: 0\n  log_every: 100\n  threads: 1\n"));
@@ -344,7 +317,7 @@ TEST(TranslationCli, TranslateAndScore) {
   EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 6);
 
   // score: BLEU and chrF, from a file and from stdin
-  ToyCorpus test = toy_corpus(20, 3);
+  const data::ParallelCorpus test = data::reversal_corpus(20, 3);
   data::write_lines(dir.path + "/test.en", test.src);
   data::write_lines(dir.path + "/test.fr", test.tgt);
   r = run_attn("translate" + model + " -i " + dir.path + "/test.en -o " + dir.path + "/hyp.fr", dir.path);

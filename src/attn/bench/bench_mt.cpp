@@ -60,12 +60,12 @@ data::Seq2SeqBatch make_batch(int64_t B, int64_t vocab) {
       b.src.data()[i * S + j] = float(4 + rng.below(uint64_t(vocab - 4)));
       tgt.push_back(int(4 + rng.below(uint64_t(vocab - 4))));
     }
-    b.tgt_in.data()[i * T] = data::kBos;
+    b.tgt_in.data()[i * T] = data::SpecialIds{}.bos;
     for (int64_t j = 0; j < L; ++j) {
       b.tgt_in.data()[i * T + j + 1] = float(tgt[size_t(j)]);
       b.tgt_out.data()[i * T + j] = float(tgt[size_t(j)]);
     }
-    b.tgt_out.data()[i * T + L] = data::kEos;
+    b.tgt_out.data()[i * T + L] = data::SpecialIds{}.eos;
     b.targets.push_back(tgt);
   }
   return b;

@@ -85,9 +85,9 @@ Seq2SeqBatch Batcher::make_batch(const std::vector<int64_t>& indices) const {
     T = std::max<int64_t>(T, int64_t(corpus_.tgt[i].size()));
   }
   Seq2SeqBatch b;
-  b.src = Tensor::full({B, S}, float(o.pad_id));
-  b.tgt_in = Tensor::full({B, T + 1}, float(o.pad_id));
-  b.tgt_out = Tensor::full({B, T + 1}, float(o.pad_id));
+  b.src = Tensor::full({B, S}, float(o.specials.pad));
+  b.tgt_in = Tensor::full({B, T + 1}, float(o.specials.pad));
+  b.tgt_out = Tensor::full({B, T + 1}, float(o.specials.pad));
   float* src = b.src.data();
   float* tin = b.tgt_in.data();
   float* tout = b.tgt_out.data();
@@ -95,12 +95,12 @@ Seq2SeqBatch Batcher::make_batch(const std::vector<int64_t>& indices) const {
     const std::vector<int>& s = corpus_.src[indices[r]];
     const std::vector<int>& t = corpus_.tgt[indices[r]];
     for (size_t j = 0; j < s.size(); ++j) src[r * S + int64_t(j)] = float(s[j]);
-    tin[r * (T + 1)] = float(o.bos_id);
+    tin[r * (T + 1)] = float(o.specials.bos);
     for (size_t j = 0; j < t.size(); ++j) {
       tin[r * (T + 1) + int64_t(j) + 1] = float(t[j]);
       tout[r * (T + 1) + int64_t(j)] = float(t[j]);
     }
-    tout[r * (T + 1) + int64_t(t.size())] = float(o.eos_id);
+    tout[r * (T + 1) + int64_t(t.size())] = float(o.specials.eos);
     b.src_lengths.push_back(int64_t(s.size()));
     b.targets.push_back(t);
   }

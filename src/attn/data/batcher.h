@@ -19,7 +19,8 @@
 #include <vector>
 
 #include "attn/data/encoded_corpus.h"
-#include "attn/data/toy_tasks.h"
+#include "attn/data/batch.h"
+#include "attn/data/special_ids.h"
 
 namespace attn::data {
 
@@ -29,9 +30,8 @@ struct BatchOptions {
   int64_t sort_window = 65536;   // pairs sorted by length together (1 = no sorting)
   bool shuffle = true;           // shuffle pairs and batches (false for evaluation)
   uint64_t seed = 1;             // shuffle seed; epoch e uses a stream derived from (seed, e)
-  int pad_id = kPad;             // id filling src and tgt_out after each length
-  int bos_id = kBos;             // first id of tgt_in
-  int eos_id = kEos;             // last id of tgt_out
+  SpecialIds specials;           // the vocabulary's: pad fills src and tgt_out after each length,
+                                 // bos starts tgt_in, eos ends tgt_out
 };
 
 class Batcher {
@@ -47,9 +47,9 @@ public:
   std::vector<std::vector<int64_t>> plan_epoch(uint64_t epoch) const;
 
   // The padded tensors of the pairs `indices` (float-encoded ids):
-  //   src      [B, S]    source ids, pad_id after src_lengths[b]
-  //   tgt_in   [B, T+1]  bos_id, target ids, pad_id after
-  //   tgt_out  [B, T+1]  target ids, eos_id, pad_id after
+  //   src      [B, S]    source ids, pad after src_lengths[b]
+  //   tgt_in   [B, T+1]  bos, target ids, pad after
+  //   tgt_out  [B, T+1]  target ids, eos, pad after
   //   src_lengths [B], targets [B][len] (ids without BOS/EOS)
   // with S = longest source, T = longest target among `indices`.
   Seq2SeqBatch make_batch(const std::vector<int64_t>& indices) const;

@@ -1,36 +1,32 @@
 #include "attn/data/toy_tasks.h"
 
-#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "attn/tensor/random.h"
 
 namespace attn::data {
 
-Seq2SeqBatch reverse_digits_batch(int64_t batch, int min_len, int max_len, Rng& rng) {
-  Seq2SeqBatch b;
-  std::vector<std::vector<int>> src(batch);
-  int64_t longest = 0;
-  for (auto& s : src) {
-    int len = min_len + int(rng.below(uint64_t(max_len - min_len + 1)));
-    for (int i = 0; i < len; ++i) s.push_back(kFirstDigit + int(rng.below(10)));
-    longest = std::max<int64_t>(longest, len);
+ParallelCorpus reversal_corpus(int64_t n, uint64_t seed) {
+  static const char* en[] = {"one", "two",  "three", "four",  "five",  "six",  "seven", "eight",
+                             "nine", "ten", "red",   "blue",  "green", "black", "white", "cat",
+                             "dog", "bird", "fish",  "house", "car",   "tree", "sun",   "moon"};
+  static const char* fr[] = {"un",    "deux",   "trois",   "quatre", "cinq",    "six",   "sept",   "huit",
+                             "neuf",  "dix",    "rouge",   "bleu",   "vert",    "noir",  "blanc",  "chat",
+                             "chien", "oiseau", "poisson", "maison", "voiture", "arbre", "soleil", "lune"};
+  Rng rng(seed);
+  ParallelCorpus c;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t len = 3 + int64_t(rng.below(5));
+    std::vector<int> w;
+    for (int64_t k = 0; k < len; ++k) w.push_back(int(rng.below(24)));
+    std::string s, t;
+    for (int x : w) s += std::string(en[x]) + " ";
+    for (auto it = w.rbegin(); it != w.rend(); ++it) t += std::string(fr[*it]) + " ";
+    c.src.push_back(s + ".");
+    c.tgt.push_back(t + ".");
   }
-  b.src = Tensor::zeros({batch, longest});
-  b.tgt_in = Tensor::zeros({batch, longest + 1});
-  b.tgt_out = Tensor::zeros({batch, longest + 1});
-  for (int64_t i = 0; i < batch; ++i) {
-    const auto& s = src[i];
-    std::vector<int> t(s.rbegin(), s.rend());
-    int64_t n = int64_t(s.size());
-    b.src_lengths.push_back(n);
-    b.tgt_in.data()[i * (longest + 1)] = kBos;
-    for (int64_t j = 0; j < n; ++j) {
-      b.src.data()[i * longest + j] = float(s[j]);
-      b.tgt_in.data()[i * (longest + 1) + j + 1] = float(t[j]);
-      b.tgt_out.data()[i * (longest + 1) + j] = float(t[j]);
-    }
-    b.tgt_out.data()[i * (longest + 1) + n] = kEos;
-    b.targets.push_back(t);
-  }
-  return b;
+  return c;
 }
 
 }  // namespace attn::data

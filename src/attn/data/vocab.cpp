@@ -64,10 +64,10 @@ void SubwordVocab::train(const std::vector<const std::vector<std::string>*>& cor
       {"input_sentence_size", std::to_string(o.max_sentences)},
       {"shuffle_input_sentence", "true"},
       {"num_threads", std::to_string(o.num_threads)},
-      {"pad_id", std::to_string(kVocabPad)},
-      {"bos_id", std::to_string(kVocabBos)},
-      {"eos_id", std::to_string(kVocabEos)},
-      {"unk_id", std::to_string(kVocabUnk)},
+      {"pad_id", std::to_string(kTrainedSpecials.pad)},
+      {"bos_id", std::to_string(kTrainedSpecials.bos)},
+      {"eos_id", std::to_string(kTrainedSpecials.eos)},
+      {"unk_id", std::to_string(kTrainedSpecials.unk)},
       {"minloglevel", "2"},  // errors only: training logs are long
   };
   ListIterator it(corpora);
@@ -85,11 +85,15 @@ SubwordVocab SubwordVocab::load(const std::string& model_path) {
   if (!status.ok())
     throw std::runtime_error("SubwordVocab::load: cannot load '" + model_path + "': " + status.ToString());
   const auto& sp = *v.sp_;
-  if (sp.pad_id() != kVocabPad || sp.bos_id() != kVocabBos || sp.eos_id() != kVocabEos || sp.unk_id() != kVocabUnk)
+  v.specials_ = {sp.pad_id(), sp.bos_id(), sp.eos_id(), sp.unk_id()};
+  const SpecialIds& s = v.specials_;
+  const bool distinct = s.pad != s.bos && s.pad != s.eos && s.pad != s.unk && s.bos != s.eos && s.bos != s.unk &&
+                        s.eos != s.unk;
+  if (s.pad < 0 || s.bos < 0 || s.eos < 0 || s.unk < 0 || !distinct)
     throw std::runtime_error("SubwordVocab::load: '" + model_path + "' has pad/bos/eos/unk ids " +
-                             std::to_string(sp.pad_id()) + "/" + std::to_string(sp.bos_id()) + "/" +
-                             std::to_string(sp.eos_id()) + "/" + std::to_string(sp.unk_id()) +
-                             ", expected 0/1/2/3 (train it with SubwordVocab::train)");
+                             std::to_string(s.pad) + "/" + std::to_string(s.bos) + "/" + std::to_string(s.eos) + "/" +
+                             std::to_string(s.unk) +
+                             ", but needs all four, distinct (train it with SubwordVocab::train, which uses 0/1/2/3)");
   v.path_ = model_path;
   return v;
 }

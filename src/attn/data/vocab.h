@@ -1,11 +1,11 @@
 // Subword vocabularies: a thin wrapper around SentencePiece (Kudo & Richardson
 // 2018, D18-2012), Debian's libsentencepiece.
 //
-// Special ids (the same convention as data/toy_tasks.h, so padded batches are
-// zero-filled and the engine's kPad/kBos/kEos hold for real vocabularies too):
+// Special ids: train() fixes them to
 //   0 <pad>   1 <s> (BOS)   2 </s> (EOS)   3 <unk>
-// These are fixed when training; load() checks a model has them and throws
-// otherwise (e.g. a model trained with SentencePiece's own default unk=0).
+// (so padded batches are zero-filled); load() reads them from the model file
+// (specials()) and throws when one is missing (e.g. a model trained with
+// SentencePiece's defaults has no <pad>) or two coincide.
 // encode() never adds BOS/EOS: the batcher does (data/batcher.h).
 //
 // Joint vs separate vocabularies: train() takes any number of sentence lists;
@@ -17,13 +17,15 @@
 #include <string_view>
 #include <vector>
 
+#include "attn/data/special_ids.h"
+
 namespace sentencepiece {
 class SentencePieceProcessor;
 }
 
 namespace attn::data {
 
-constexpr int kVocabPad = 0, kVocabBos = 1, kVocabEos = 2, kVocabUnk = 3;
+constexpr SpecialIds kTrainedSpecials{0, 1, 2, 3};  // what train() writes
 
 enum class SubwordModel { kUnigram, kBpe };
 
@@ -68,13 +70,15 @@ public:
 
   int size() const;                        // number of pieces (ids are 0..size()-1)
   const std::string& piece(int id) const;  // e.g. "▁the"
-  int id(std::string_view piece) const;    // kVocabUnk for an unknown piece
+  int id(std::string_view piece) const;    // specials().unk for an unknown piece
+  const SpecialIds& specials() const { return specials_; }
   const std::string& path() const { return path_; }
 
 private:
   SubwordVocab();
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
   std::string path_;
+  SpecialIds specials_;
 };
 
 }  // namespace attn::data

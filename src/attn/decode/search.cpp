@@ -55,7 +55,8 @@ std::vector<SearchResult> greedy_search(const models::Seq2SeqModel& model, const
   models::DecoderState state = e.state;
   std::vector<int64_t> sent(static_cast<size_t>(B));  // decoder row -> sentence
   for (int64_t b = 0; b < B; ++b) sent[size_t(b)] = b;
-  std::vector<int> prev(static_cast<size_t>(B), data::kBos);
+  const data::SpecialIds& ids = model.config().specials;
+  std::vector<int> prev(static_cast<size_t>(B), ids.bos);
   while (!sent.empty()) {
     const models::StepTop& out = decoder->step(sent, state, prev, 1);  // each row's first maximum
     std::vector<int64_t> keep;
@@ -66,7 +67,7 @@ std::vector<SearchResult> greedy_search(const models::Seq2SeqModel& model, const
       const int best = out.tokens[i];
       h.log_prob += double(out.log_probs[i]);
       if (o.alignments) append_attention(h.attention, out.weights, int64_t(i), lengths[size_t(b)]);
-      if (best == data::kEos) {
+      if (best == ids.eos) {
         h.finished = true;
         continue;
       }
@@ -112,7 +113,8 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
   for (int64_t b = 0; b < B; ++b) act[size_t(b)] = rows[size_t(b)] = b;
   models::DecoderState state = e.state;
   std::vector<Hypothesis> beams(static_cast<size_t>(B));
-  std::vector<int> prev(static_cast<size_t>(B), data::kBos);
+  const data::SpecialIds& ids = model.config().specials;
+  std::vector<int> prev(static_cast<size_t>(B), ids.bos);
 
   struct Candidate {
     double score;  // log_prob of the extended hypothesis
@@ -167,7 +169,7 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
           h.attention = beams[size_t(c.row)].attention;
           append_attention(h.attention, out.weights, c.row, src_len);
         }
-        if (c.token == data::kEos) {
+        if (c.token == ids.eos) {
           // an end among the top K ranks completes a hypothesis (fairseq's rule)
           if (int64_t(rank) < K) {
             h.finished = true;
@@ -183,7 +185,7 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
       // Done when the best extension of this step ends the sentence (OpenNMT's
       // rule: weaker hypotheses that end early do not stop the search while
       // the top beam is still going) and n-best are complete, or at the limit.
-      const bool top_ended = !cands.empty() && cands[0].token == data::kEos;
+      const bool top_ended = !cands.empty() && cands[0].token == ids.eos;
       const bool done = (top_ended && int64_t(finished[size_t(b)].size()) >= o.nbest) || at_limit || cont.empty();
       if (done) {
         if (!top_ended)  // the length limit: live beams end unfinished and compete too

@@ -1,5 +1,6 @@
 #include "attn/models/config.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "attn/models/config_reader.h"
@@ -46,6 +47,11 @@ void validate(const ModelConfig& c) {
     require(v > 0, std::string(n) + " = " + std::to_string(v) + " must be > 0");
   require(c.dropout >= 0 && c.dropout < 1, "dropout " + std::to_string(c.dropout) + " outside [0, 1)");
   require(c.window_half_width >= 0, "window_half_width must be >= 0");
+  const int64_t smaller_vocab = std::min(c.src_vocab, c.tgt_vocab);
+  for (auto [n, id] : {std::pair<const char*, int>{"pad_id", c.specials.pad}, {"bos_id", c.specials.bos},
+                       {"eos_id", c.specials.eos}, {"unk_id", c.specials.unk}})
+    require(id >= 0 && id < smaller_vocab, std::string(n) + " = " + std::to_string(id) + " outside [0, " +
+                                               std::to_string(smaller_vocab) + ")");
   if (c.tied_embeddings == TiedEmbeddings::All)
     require(c.src_vocab == c.tgt_vocab, "tied_embeddings: all needs one joint vocabulary (src_vocab " +
                                             std::to_string(c.src_vocab) + " != tgt_vocab " +
@@ -91,6 +97,10 @@ std::string to_json(const ModelConfig& c) {
   j["decoder_init"] = lookup(kInits, c.decoder_init);
   j["dropout"] = c.dropout;
   j["tied_embeddings"] = lookup(kTied, c.tied_embeddings);
+  j["pad_id"] = c.specials.pad;
+  j["bos_id"] = c.specials.bos;
+  j["eos_id"] = c.specials.eos;
+  j["unk_id"] = c.specials.unk;
   return j.dump();
 }
 
@@ -121,6 +131,10 @@ ModelConfig model_config_from_json(const std::string& json_text, const std::stri
   c.decoder_init = r.get_enum("decoder_init", c.decoder_init, kInits);
   c.dropout = r.get_double("dropout", c.dropout);
   c.tied_embeddings = r.get_enum("tied_embeddings", c.tied_embeddings, kTied);
+  c.specials.pad = int(r.get_int("pad_id", c.specials.pad));
+  c.specials.bos = int(r.get_int("bos_id", c.specials.bos));
+  c.specials.eos = int(r.get_int("eos_id", c.specials.eos));
+  c.specials.unk = int(r.get_int("unk_id", c.specials.unk));
   r.finish();
   return c;
 }

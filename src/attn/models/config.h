@@ -18,9 +18,12 @@
 //   dropout                         on embeddings, between layers and before the output
 //   tied_embeddings: none | decoder | all   share the output projection with the target
 //                                   embedding (decoder), and also the source embedding (all, joint vocab)
+//   pad_id, bos_id, eos_id, unk_id  the vocabularies' special ids (set by the trainer from them)
 #pragma once
 #include <cstdint>
 #include <string>
+
+#include "attn/data/special_ids.h"
 
 namespace attn::models {
 
@@ -50,6 +53,7 @@ struct ModelConfig {
   DecoderInit decoder_init = DecoderInit::Mean;  // rnnsearch: s0 = tanh(W mean_j h_j) / tanh(W h_1 backward) / 0
   double dropout = 0.2;                   // dropout probability in training
   TiedEmbeddings tied_embeddings = TiedEmbeddings::None;  // weight sharing, see the file comment
+  data::SpecialIds specials;              // padding (embedding zero row, ignored by the loss), BOS, EOS, UNK
 };
 
 // Throws std::invalid_argument naming the field when a value is out of range

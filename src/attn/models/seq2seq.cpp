@@ -27,7 +27,7 @@ Tensor Seq2SeqModel::loss(const data::Seq2SeqBatch& b, const LossOptions& option
   Tensor features = forced_features(b);    // [T * B, R], time-major
   Tensor targets = time_major(b.tgt_out);  // [T, B]
   CrossEntropyOptions ce;
-  ce.ignore_index = data::kPad;
+  ce.ignore_index = config_.specials.pad;
   ce.label_smoothing = options.label_smoothing;
   OutputLayer out = output_layer();
   return output_cross_entropy(features, out.weight, out.bias, targets.view({targets.numel()}), ce);
@@ -162,7 +162,7 @@ void check_source(const char* who, const Tensor& src, const std::vector<int64_t>
 }
 
 std::shared_ptr<nn::Embedding> make_embedding(int64_t vocab, const ModelConfig& c, Rng& rng) {
-  auto e = std::make_shared<nn::Embedding>(vocab, c.embed, data::kPad, rng);
+  auto e = std::make_shared<nn::Embedding>(vocab, c.embed, c.specials.pad, rng);
   if (c.tied_embeddings != TiedEmbeddings::None) {
     // Shared with the output projection: N(0, 1/sqrt(E)) as fairseq / Marian,
     // so the initial logits are O(1) rather than O(sqrt(E)).

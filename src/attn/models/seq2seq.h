@@ -18,7 +18,7 @@
 #include <memory>
 #include <vector>
 
-#include "attn/data/toy_tasks.h"
+#include "attn/data/batch.h"
 #include "attn/models/config.h"
 #include "attn/nn/module.h"
 #include "attn/tensor/random.h"
@@ -133,13 +133,15 @@ public:
   // (models/output_loss.h), which never keeps the [T * B, V] logits.
   Tensor loss(const data::Seq2SeqBatch& b, const LossOptions& options = {}) const;
 
-  // The Rng that draws dropout masks (its state goes into checkpoints).
+  // The Rng that draws the model's dropout masks: the stream "dropout_rng" of
+  // named_rngs(), which checkpoints save with every other stream of its layers.
   Rng& dropout_rng() const { return dropout_rng_; }
 
 protected:
-  Seq2SeqModel(const ModelConfig& config, uint64_t dropout_seed) : config_(config), dropout_rng_(dropout_seed) {}
+  Seq2SeqModel(const ModelConfig& config, uint64_t dropout_seed)
+      : config_(config), dropout_rng_(register_rng("dropout_rng", dropout_seed)) {}
   ModelConfig config_;
-  mutable Rng dropout_rng_;
+  Rng& dropout_rng_;
 };
 
 // Builds the model `config.type` names, parameters drawn from `init`; dropout

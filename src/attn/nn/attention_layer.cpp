@@ -24,7 +24,7 @@ attention::AttentionOptions layer_attention_options(const attention::Mask& mask,
   return o;
 }
 
-AttentionLayer::AttentionLayer(const AttentionLayerOptions& opt, Rng& rng) : options(opt), rng_(&rng) {
+AttentionLayer::AttentionLayer(const AttentionLayerOptions& opt, Rng& rng) : options(opt) {
   const int64_t D = opt.query_dim, Dk = opt.key_dim, A = opt.attn_dim > 0 ? opt.attn_dim : opt.key_dim;
   options.attn_dim = A;
   if (D <= 0 || Dk <= 0)
@@ -56,6 +56,7 @@ AttentionLayer::AttentionLayer(const AttentionLayerOptions& opt, Rng& rng) : opt
     Wp = register_parameter("Wp", uniform_init({A, D}, D, rng));
     vp = register_parameter("vp", uniform_init({A}, A, rng));
   }
+  rng_ = &register_rng("dropout_rng", dropout_seed(opt.dropout, rng));
 }
 
 attention::Score AttentionLayer::score() const {

@@ -71,7 +71,7 @@ public:
   Tensor W, W1, W2, v, bias, Wa, Wp, vp;
 
 private:
-  Rng* rng_;
+  Rng* rng_;  // the layer's own dropout stream (named_rngs(): "dropout_rng")
 };
 
 }  // namespace attn::nn

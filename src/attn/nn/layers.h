@@ -40,12 +40,12 @@ public:
 // Inverted dropout, active only in training mode.
 class Dropout : public Module {
 public:
-  Dropout(float p, Rng& rng) : p(p), rng_(&rng) {}
+  Dropout(float p, Rng& rng) : p(p), rng_(&register_rng("dropout_rng", dropout_seed(p, rng))) {}
   Tensor forward(const Tensor& x) const { return dropout(x, p, is_training(), *rng_); }
   float p;
 
 private:
-  Rng* rng_;
+  Rng* rng_;  // the layer's own dropout stream (named_rngs(): "dropout_rng")
 };
 
 }  // namespace attn::nn

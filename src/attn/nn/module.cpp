@@ -9,6 +9,17 @@ void Module::collect(const std::string& prefix, NamedTensors& out) const {
   for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
 }
 
+void Module::collect_rngs(const std::string& prefix, NamedRngs& out) const {
+  for (const auto& [name, r] : rngs_) out.emplace_back(prefix + name, r.get());
+  for (const auto& [name, child] : children_) child->collect_rngs(prefix + name + ".", out);
+}
+
+NamedRngs Module::named_rngs() const {
+  NamedRngs out;
+  collect_rngs("", out);
+  return out;
+}
+
 NamedTensors Module::named_parameters() const {
   NamedTensors out;
   collect("", out);
@@ -48,6 +59,13 @@ Tensor Module::register_parameter(const std::string& name, Tensor t) {
   t.set_requires_grad(true);
   params_.emplace_back(name, t);
   return t;
+}
+
+Rng& Module::register_rng(const std::string& name, uint64_t seed) {
+  for (auto& [n, r] : rngs_)
+    if (n == name) throw std::logic_error("random stream '" + name + "' registered twice");
+  rngs_.emplace_back(name, std::make_shared<Rng>(seed));
+  return *rngs_.back().second;
 }
 
 }  // namespace attn::nn

@@ -10,11 +10,13 @@
 #include <utility>
 #include <vector>
 
+#include "attn/tensor/random.h"
 #include "attn/tensor/tensor.h"
 
 namespace attn::nn {
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+using NamedRngs = std::vector<std::pair<std::string, Rng*>>;
 
 class Module {
 public:
@@ -27,6 +29,12 @@ public:
   // The parameter called `name` (dotted path); throws naming it when absent.
   Tensor parameter(const std::string& name) const;
 
+  // Every random stream this module and its children draw from in training
+  // (dropout masks), by dotted name like parameters ("encoder.dropout_rng"),
+  // depth first. A training checkpoint saves and restores each one
+  // (train/checkpoint.h), so a resumed run draws the masks it would have drawn.
+  NamedRngs named_rngs() const;
+
   // Training mode switches dropout on; eval mode (train(false)) off. Recursive.
   void train(bool on = true);
   bool is_training() const { return training_; }
@@ -35,6 +43,13 @@ public:
 protected:
   // Marks `t` as a leaf requiring grad and keeps it under `name`.
   Tensor register_parameter(const std::string& name, Tensor t);
+  // A random stream owned by this module, seeded with `seed`; the reference
+  // stays valid for the module's lifetime.
+  Rng& register_rng(const std::string& name, uint64_t seed);
+  // The seed of a layer's dropout stream: one draw from the construction Rng
+  // (after the layer's parameters) when it drops with p > 0; a fixed seed and
+  // no draw otherwise, so adding a stream changed no existing initialisation.
+  static uint64_t dropout_seed(float p, Rng& rng) { return p > 0.0f ? rng.next_u64() : 0x5eedULL; }
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> m) {
     children_.emplace_back(name, m);
@@ -43,7 +58,9 @@ protected:
 
 private:
   void collect(const std::string& prefix, NamedTensors& out) const;
+  void collect_rngs(const std::string& prefix, NamedRngs& out) const;
   NamedTensors params_;
+  std::vector<std::pair<std::string, std::shared_ptr<Rng>>> rngs_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

@@ -7,7 +7,7 @@
 
 namespace attn::nn {
 
-MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& opt, Rng& rng) : options(opt), rng_(&rng) {
+MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& opt, Rng& rng) : options(opt) {
   const int64_t E = opt.embed_dim;
   if (E <= 0 || opt.num_heads <= 0 || E % opt.num_heads != 0)
     throw std::invalid_argument("MultiHeadAttention: embed_dim " + std::to_string(E) + " is not a positive multiple of num_heads " +
@@ -18,6 +18,7 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& opt, Rng
   float bound = 1.0f / std::sqrt(float(E));
   out_proj_weight = register_parameter("out_proj.weight", rand_uniform({E, E}, rng, -bound, bound));
   if (opt.bias) out_proj_bias = register_parameter("out_proj.bias", Tensor::zeros({E}));
+  rng_ = &register_rng("dropout_rng", dropout_seed(opt.dropout, rng));
 }
 
 attention::AttentionOutput MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
@@ -63,7 +64,8 @@ attention::AttentionOutput MultiHeadAttention::forward(const Tensor& query, cons
   return {linear(concat_heads, out_proj_weight, out_proj_bias), a.weights};
 }
 
-PositionalEncoding::PositionalEncoding(int64_t dim, int64_t max_len, float p, Rng& rng) : dropout(p), rng_(&rng) {
+PositionalEncoding::PositionalEncoding(int64_t dim, int64_t max_len, float p, Rng& rng)
+    : dropout(p), rng_(&register_rng("dropout_rng", dropout_seed(p, rng))) {
   if (dim <= 0 || max_len <= 0)
     throw std::invalid_argument("PositionalEncoding: dim " + std::to_string(dim) + ", max_len " + std::to_string(max_len));
   table = Tensor::empty({max_len, dim});

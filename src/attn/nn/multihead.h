@@ -42,7 +42,7 @@ public:
   Tensor in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias;  // biases undefined without bias
 
 private:
-  Rng* rng_;
+  Rng* rng_;  // the layer's own dropout stream (named_rngs(): "dropout_rng")
 };
 
 // PE(pos, 2i) = sin(pos / 10000^(2i/E)), PE(pos, 2i+1) = cos(pos / 10000^(2i/E)),
@@ -56,7 +56,7 @@ public:
   float dropout;
 
 private:
-  Rng* rng_;
+  Rng* rng_;  // the layer's own dropout stream (named_rngs(): "dropout_rng")
 };
 
 }  // namespace attn::nn

@@ -60,7 +60,7 @@ LstmState LSTMCell::forward(const Tensor& x, const LstmState& state) const {
   return {r.h_n, r.c_n};
 }
 
-RnnStack::RnnStack(const RnnOptions& opt, int gates, const char* who, Rng& rng) : opt_(opt), rng_(&rng) {
+RnnStack::RnnStack(const RnnOptions& opt, int gates, const char* who, Rng& rng) : opt_(opt) {
   check_sizes(who, opt.input_size, opt.hidden_size);
   if (opt.num_layers < 1) throw std::invalid_argument(std::string(who) + ": num_layers " + std::to_string(opt.num_layers) + " < 1");
   if (!(opt.dropout >= 0.0f && opt.dropout < 1.0f))
@@ -77,6 +77,7 @@ RnnStack::RnnStack(const RnnOptions& opt, int gates, const char* who, Rng& rng) 
       w.bias_hh = register_parameter("bias_hh" + sfx, uniform_init({GH}, H, rng));
       w_.push_back(w);
     }
+  rng_ = &register_rng("dropout_rng", dropout_seed(opt.dropout, rng));
 }
 
 RnnWeights RnnStack::weights(int64_t layer, int direction) const {

@@ -140,7 +140,7 @@ protected:
 private:
   RnnOptions opt_;
   std::vector<RnnWeights> w_;  // [layer * D + direction]
-  Rng* rng_;                   // dropout draws
+  Rng* rng_;                   // the stack's own dropout stream (named_rngs(): "dropout_rng")
 };
 
 class GRU : public RnnStack {

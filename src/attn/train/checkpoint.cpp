@@ -57,7 +57,7 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-std::string trainer_json(const TrainerState& s, const std::string& id) {
+std::string trainer_json(const TrainerState& s, const nn::NamedRngs& streams, const std::string& id) {
   nlohmann::ordered_json j;
   j["format"] = "attn-trainer-state";
   j["version"] = kTrainerStateVersion;
@@ -66,6 +66,8 @@ std::string trainer_json(const TrainerState& s, const std::string& id) {
   j["epoch"] = s.epoch;
   j["data_position"] = s.data_position;
   j["rng_state"] = s.rng_state;
+  j["module_rngs"] = nlohmann::ordered_json::object();
+  for (const auto& [name, rng] : streams) j["module_rngs"][name] = rng->state();
   if (s.best_valid_score)
     j["best_valid_score"] = *s.best_valid_score;
   else
@@ -74,8 +76,37 @@ std::string trainer_json(const TrainerState& s, const std::string& id) {
   return j.dump(2) + "\n";
 }
 
-// Parses trainer_state.json; returns the state and sets `id`.
-TrainerState parse_trainer_json(const std::string& path, std::string& id) {
+// The module's random streams as trainer_state.json's "module_rngs" holds them:
+// the same names, each state valid. Throws naming the file and the stream.
+std::vector<std::string> checked_rng_states(const nlohmann::json& saved, const nn::NamedRngs& streams,
+                                            const std::string& path) {
+  if (!saved.is_object()) throw std::runtime_error(path + ": field 'module_rngs' is not a JSON object");
+  std::vector<std::string> states;
+  for (const auto& [name, rng] : streams) {
+    if (!saved.contains(name))
+      throw std::runtime_error(path + ": no state for the model's random stream '" + name + "'");
+    const auto& v = saved[name];
+    if (!v.is_string()) throw std::runtime_error(path + ": random stream '" + name + "': state is not a string");
+    try {
+      Rng probe;
+      probe.set_state(v.get<std::string>());
+    } catch (const std::exception& e) {
+      throw std::runtime_error(path + ": random stream '" + name + "': " + e.what());
+    }
+    states.push_back(v.get<std::string>());
+  }
+  if (saved.size() != streams.size())
+    for (const auto& [name, v] : saved.items()) {
+      bool known = false;
+      for (const auto& s : streams) known = known || s.first == name;
+      if (!known) throw std::runtime_error(path + ": random stream '" + name + "' is not in the model");
+    }
+  return states;
+}
+
+// Parses trainer_state.json; returns the state and sets `id`; `module_rngs`
+// gets the "module_rngs" object (null when the file predates it).
+TrainerState parse_trainer_json(const std::string& path, std::string& id, nlohmann::json& module_rngs) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(read_text(path));
@@ -99,6 +130,7 @@ TrainerState parse_trainer_json(const std::string& path, std::string& id) {
     s.rng_state = field("rng_state").get<std::string>();
     const auto& best = field("best_valid_score");
     if (!best.is_null()) s.best_valid_score = best.get<double>();
+    if (j.contains("module_rngs")) module_rngs = j["module_rngs"];
     if (j.contains("extra")) {  // optional: files written before the field existed have none
       if (!j["extra"].is_object()) throw std::runtime_error(path + ": field 'extra' is not a JSON object");
       s.extra_json = j["extra"].dump();
@@ -142,7 +174,7 @@ void save_checkpoint(const std::string& dir, const CheckpointSave& what) {
                       {"checkpoint_id", id}});
   detail::write_model_file(dir + "/" + kModelFile, what.model->named_parameters(), what.config_json,
                            {{"checkpoint_id", id}});
-  write_file_atomic(dir + "/" + kTrainerFile, trainer_json(what.trainer, id));
+  write_file_atomic(dir + "/" + kTrainerFile, trainer_json(what.trainer, what.model->named_rngs(), id));
 }
 
 LoadedCheckpoint load_checkpoint(const std::string& dir, const CheckpointLoad& into) {
@@ -150,7 +182,11 @@ LoadedCheckpoint load_checkpoint(const std::string& dir, const CheckpointLoad& i
   const std::string trainer_path = dir + "/" + kTrainerFile;
   LoadedCheckpoint out;
   std::string id;
-  out.trainer = parse_trainer_json(trainer_path, id);
+  nlohmann::json saved_rngs;
+  out.trainer = parse_trainer_json(trainer_path, id, saved_rngs);
+  const nn::NamedRngs streams = into.model->named_rngs();
+  std::vector<std::string> rng_states;
+  if (!saved_rngs.is_null()) rng_states = checked_rng_states(saved_rngs, streams, trainer_path);
 
   // Read and validate everything before touching the model or the optimizer.
   SafetensorsFile model_file = load_safetensors(dir + "/" + kModelFile);
@@ -184,6 +220,8 @@ LoadedCheckpoint load_checkpoint(const std::string& dir, const CheckpointLoad& i
     into.optimizer->set_lr(saved_lr);
   }
   detail::copy_params(model_file, params);  // cannot fail after check_params
+  for (size_t i = 0; i < rng_states.size(); ++i) streams[i].second->set_state(rng_states[i]);
+  out.module_rngs_restored = !saved_rngs.is_null();
   return out;
 }
 

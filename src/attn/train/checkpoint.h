@@ -12,7 +12,9 @@
 //   DIR/config.json            the model config (for people and tools)
 //   DIR/optimizer.safetensors  Optimizer::state() (see optim.h); metadata: the
 //                              optimizer's name() and lr() (optional file)
-//   DIR/trainer_state.json     TrainerState + the checkpoint id
+//   DIR/trainer_state.json     TrainerState, the state of every random stream of
+//                              the model (Module::named_rngs(), "module_rngs")
+//                              and the checkpoint id
 //
 // Crash safety: every file is written atomically (temporary file in the same
 // folder, fsync, rename, fsync of the folder), so a kill at any moment leaves
@@ -65,7 +67,7 @@ struct TrainerState {
   int64_t step = 0;                        // optimizer steps taken so far
   int64_t epoch = 0;                       // current epoch, 0-based
   int64_t data_position = 0;               // batches of the current epoch already consumed
-  std::string rng_state;                   // attn::Rng::state() of the run's Rng; "" when none
+  std::string rng_state;                   // attn::Rng::state() of a Rng of the run outside the model; "" when none
   std::optional<double> best_valid_score;  // best validation score so far; empty before the first validation
   std::string extra_json = "{}";           // the trainer's own state (a JSON object's text, e.g. schedule counters)
 };
@@ -88,6 +90,7 @@ struct CheckpointLoad {
 struct LoadedCheckpoint {
   std::string config_json;  // from model.safetensors' metadata
   TrainerState trainer;     // from trainer_state.json
+  bool module_rngs_restored = false;  // false: the file predates "module_rngs" and the streams are untouched
 };
 
 // Creates `dir` if needed and writes the files listed above, each atomically,
@@ -96,7 +99,8 @@ struct LoadedCheckpoint {
 void save_checkpoint(const std::string& dir, const CheckpointSave& what);
 
 // Reads and validates every file (ids consistent, names and shapes matching
-// the model and the optimizer) before changing the model or the optimizer, so
+// the model and the optimizer, a valid state for exactly the model's random
+// streams) before changing the model or the optimizer, so
 // a failed load leaves both untouched. Throws std::runtime_error naming the
 // file and the problem.
 LoadedCheckpoint load_checkpoint(const std::string& dir, const CheckpointLoad& into);

@@ -4,6 +4,11 @@
 // BLEU) every N steps, learning-rate decay on plateau, early stopping and
 // keep-best; it checkpoints everything needed to continue the same run.
 //
+// It is a composition of parts with one job each: the run's data and
+// vocabularies (run_data.h), the schedule (schedule.h: LR decay, early
+// stopping, budget), validation (validator.h), the state a checkpoint saves
+// and a resume restores (training_state.h) and the log (train_log.h).
+//
 // The run directory (train.out_dir):
 //   train_config.json         the resolved configuration, for the record
 //   vocab.src.model / vocab.tgt.model   SentencePiece models (copies when joint)
@@ -23,11 +28,19 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <memory>
 #include <string>
+#include <vector>
 
+#include "attn/models/seq2seq.h"
 #include "attn/train/mt_config.h"
 
 namespace attn::train {
+
+// Builds the network of a run: parameters drawn from `init`, dropout streams
+// seeded from `dropout_seed` (models::make_model is the default).
+using ModelFactory =
+    std::function<std::unique_ptr<models::Seq2SeqModel>(const models::ModelConfig&, Rng& init, uint64_t dropout_seed)>;
 
 struct RunOptions {
   bool resume = false;                   // continue from out_dir/checkpoint (required to exist)
@@ -35,6 +48,11 @@ struct RunOptions {
                                          // checkpoint and return, as if killed (0: off)
   const std::atomic<bool>* stop = nullptr;  // when set to true (e.g. by SIGINT): checkpoint and return
   std::function<void(const std::string&)> print;  // progress lines; default: stdout
+  ModelFactory make_model;               // a model kind of the caller's; default: models::make_model
+  // Called after every backward, before gradient clipping, with the model's
+  // parameters (their .grad() filled): where e.g. a data-parallel run sums
+  // the gradients of its replicas. Default: nothing.
+  std::function<void(const nn::NamedTensors& params)> after_backward;
 };
 
 struct TrainSummary {

@@ -1,0 +1,21 @@
+// One padded batch of sentence pairs, as the models read it: what the batcher
+// (data/batcher.h) makes from a corpus and the trainer feeds to a model.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "attn/tensor/tensor.h"
+
+namespace attn::data {
+
+// Ids are float-encoded, as everywhere in the engine; pad / bos / eos are the
+// vocabulary's special ids (data/special_ids.h).
+struct Seq2SeqBatch {
+  Tensor src;                             // [batch, src_len]  source ids, pad after each length
+  std::vector<int64_t> src_lengths;       // [batch]
+  Tensor tgt_in;                          // [batch, tgt_len]  bos + target (teacher forcing input)
+  Tensor tgt_out;                         // [batch, tgt_len]  target + eos, pad after
+  std::vector<std::vector<int>> targets;  // [batch][len] the target ids without bos / eos
+};
+
+}  // namespace attn::data

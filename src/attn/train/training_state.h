@@ -1,0 +1,34 @@
+// The state of a training run that a checkpoint saves and a resume restores:
+// where the run is in its data (step, epoch, batches consumed) and its
+// schedule's counters, saved together with the model's weights, every random
+// stream of its layers (Module::named_rngs()) and the optimizer's state as one
+// checkpoint directory (train/checkpoint.h). With the same config, seed and
+// thread count, a run restored from it continues bit for bit as the run that
+// was never interrupted.
+#pragma once
+#include <string>
+
+#include "attn/nn/module.h"
+#include "attn/train/checkpoint.h"
+#include "attn/train/optim.h"
+#include "attn/train/schedule.h"
+
+namespace attn::train {
+
+struct TrainingState {
+  explicit TrainingState(const TrainOptions& options) : schedule(options) {}
+  TrainerState position;  // step, epoch, data_position (best_valid_score mirrors the schedule's)
+  Schedule schedule;
+
+  // Writes the checkpoint directory `dir` (each file atomic; see checkpoint.h).
+  void save(const std::string& dir, const nn::Module& model, const std::string& model_json,
+            const Optimizer& optimizer) const;
+
+  // Loads `dir` into model and optimizer (in place) and returns the state.
+  // Throws std::runtime_error naming the directory when the checkpoint's
+  // model config differs from model_json, or as load_checkpoint does.
+  static TrainingState restore(const std::string& dir, nn::Module& model, const std::string& model_json,
+                               Optimizer& optimizer, const TrainOptions& options);
+};
+
+}  // namespace attn::train
