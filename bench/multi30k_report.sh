@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Scores a finished Multi30k run (configs/multi30k-rnnsearch.yaml with
-# train.snapshots: true) the way BENCHMARKS.md reports it:
+# train.snapshots: true) the way BENCHMARKS.md reports it (every epoch: bench/results/HISTORY.md):
 #   1. every epoch's snapshot: wall time, val BLEU (from the run's log), test_2016_flickr
 #      BLEU greedy and beam 5;
 #   2. the beam-5 length penalty chosen on val (never on test) for the best model;
