@@ -19,39 +19,11 @@
 #include "attn/tensor/threading.h"
 #include "attn/train/model_dir.h"
 #include "attn/train/mt_trainer.h"
+#include "toy_run.h"
 #include "train_test_util.h"
 
 namespace attn::testing {
 namespace {
-
-void write_toy(const std::string& dir, const std::string& name, int64_t n, uint64_t seed) {
-  const data::ParallelCorpus c = data::reversal_corpus(n, seed);  // data/toy_tasks.h
-  data::write_lines(dir + "/" + name + ".en", c.src);
-  data::write_lines(dir + "/" + name + ".fr", c.tgt);
-}
-
-std::string toy_config(const std::string& dir, const std::string& out, const std::string& train_extra,
-                       const std::string& model_extra = "") {
-  return "data:\n"
-         "  train_src: " + dir + "/train.en\n"
-         "  train_tgt: " + dir + "/train.fr\n"
-         "  valid_src: " + dir + "/valid.en\n"
-         "  valid_tgt: " + dir + "/valid.fr\n"
-         "vocab:\n"
-         "  size: 80\n"
-         "model:\n"
-         "  type: rnnsearch\n"
-         "  embed: 32\n"
-         "  encoder_hidden: 32\n"
-         "  decoder_hidden: 64\n"
-         "  attention: 32\n"
-         "  readout: 32\n" + model_extra +
-         "train:\n"
-         "  out_dir: " + out + "\n"
-         "  max_tokens: 800\n"
-         "  lr: 0.003\n"
-         "  lr_patience: 2\n" + train_extra;
-}
 
 double bleu_of(const std::vector<decode::Translation>& tr, const std::vector<std::string>& refs) {
   std::vector<std::string> hyps;
@@ -114,16 +86,6 @@ TEST(TranslationE2E, ToyTaskTrainsTranslatesAndBeatsTheBleuFloor) {
   EXPECT_FALSE(tr[3].hypotheses.empty());
   EXPECT_THROW(decode::translate_lines(*tm.model, *tm.src_vocab, *tm.tgt_vocab, {"ok", "bad \xff"}, o),
                std::invalid_argument);
-}
-
-std::vector<std::pair<std::string, Tensor>> tensors(const std::string& path) { return load_safetensors(path).tensors; }
-
-bool same_tensors(const std::string& a, const std::string& b) {
-  auto x = tensors(a), y = tensors(b);
-  if (x.size() != y.size()) return false;
-  for (size_t i = 0; i < x.size(); ++i)
-    if (x[i].first != y[i].first || !bit_equal(x[i].second, y[i].second)) return false;
-  return true;
 }
 
 // Stopping twice (once right after an epoch's last batch) and resuming gives

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "attn/nn/layers.h"
+#include "attn/tensor/safetensors.h"
 
 namespace attn::testing {
 
@@ -36,6 +37,15 @@ inline bool params_bit_equal(const nn::Module& a, const nn::Module& b) {
   if (pa.size() != pb.size()) return false;
   for (size_t i = 0; i < pa.size(); ++i)
     if (pa[i].first != pb[i].first || !bit_equal(pa[i].second, pb[i].second)) return false;
+  return true;
+}
+
+// Two safetensors files hold the same tensors, names and bits.
+inline bool same_tensors(const std::string& a, const std::string& b) {
+  auto x = load_safetensors(a).tensors, y = load_safetensors(b).tensors;
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i)
+    if (x[i].first != y[i].first || !bit_equal(x[i].second, y[i].second)) return false;
   return true;
 }
 
