@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -225,6 +226,28 @@ TEST(TranslationCli, CorpusAndConfigErrorsSurface) {
   r = run_attn("train -c " + cfg + " --set data.train_src=" + dir.path + "/nope.en", dir.path);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("nope.en"), std::string::npos) << r.err;
+}
+
+// `attn demo` trains the toy task with the real trainer and translates most
+// held-out sentences exactly; it never replaces a folder it did not make.
+TEST(TranslationCli, DemoLearnsTheToyTask) {
+  TempDir dir("mt_cli_demo");
+  CommandResult r = run_attn("demo --out " + dir.path + "/demo --threads 1", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("finished: max_epochs"), std::string::npos) << r.out;
+  long long exact = -1, total = -1;
+  const size_t at = r.out.find("exact translations: ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  ASSERT_EQ(std::sscanf(r.out.c_str() + at, "exact translations: %lld of %lld", &exact, &total), 2);
+  EXPECT_EQ(total, 200);
+  EXPECT_GE(exact, 150) << r.out;
+  EXPECT_NE(r.out.find("deux<-two"), std::string::npos) << "the attended source words are shown:\n" << r.out;
+  std::filesystem::create_directories(dir.path + "/mine");
+  std::ofstream(dir.path + "/mine/notes.txt") << "keep me";
+  r = run_attn("demo --out " + dir.path + "/mine", dir.path);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("was not made by attn demo"), std::string::npos) << r.err;
+  EXPECT_EQ(read_bytes(dir.path + "/mine/notes.txt"), "keep me");
 }
 
 TEST(TranslationCli, TranslateAndScore) {
