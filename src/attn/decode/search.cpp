@@ -96,6 +96,92 @@ std::vector<SearchResult> greedy_search(const models::Seq2SeqModel& model, const
   return results;
 }
 
+namespace {
+
+// An extension of a live hypothesis by one token.
+struct Candidate {
+  double score;  // log_prob of the extended hypothesis
+  float lp;      // the new token's log-probability
+  int64_t row;   // the decoder row of the hypothesis it extends
+  int token;
+};
+
+bool ranks_before(const Candidate& a, const Candidate& b) {
+  if (a.score != b.score) return a.score > b.score;
+  if (a.lp != b.lp) return a.lp > b.lp;
+  if (a.row != b.row) return a.row < b.row;
+  return a.token < b.token;
+}
+
+// The best extensions of one sentence's rows [r0, r1), best first: each row's
+// `want` best tokens (out.tokens), cut to the 2K best (at most K are EOS, one
+// per row, so the best 2K hold the sentence's K continuations).
+void rank_candidates(const models::StepTop& out, const std::vector<Hypothesis>& beams, size_t r0, size_t r1,
+                     int64_t want, int64_t K, std::vector<Candidate>& cands) {
+  cands.clear();
+  for (size_t r = r0; r < r1; ++r) {
+    const double base = beams[r].log_prob;
+    for (int64_t j = 0; j < want; ++j) {
+      const float lp = out.log_probs[r * size_t(want) + size_t(j)];
+      cands.push_back({base + double(lp), lp, int64_t(r), out.tokens[r * size_t(want) + size_t(j)]});
+    }
+  }
+  std::sort(cands.begin(), cands.end(), ranks_before);
+  if (int64_t(cands.size()) > 2 * K) cands.resize(size_t(2 * K));
+}
+
+// One sentence's hypotheses after a step: an EOS among the top K ranks
+// completes a hypothesis (fairseq's rule) into `finished`; the first K
+// candidates that are not EOS continue, with their parent rows in `parents`.
+std::vector<Hypothesis> extend(const std::vector<Candidate>& cands, const std::vector<Hypothesis>& beams,
+                               const models::StepTop& out, const SearchOptions& o, int eos, int64_t src_len,
+                               std::vector<Hypothesis>& finished, std::vector<int64_t>& parents) {
+  const int64_t K = o.beam;
+  std::vector<Hypothesis> cont;
+  for (size_t rank = 0; rank < cands.size() && int64_t(cont.size()) < K; ++rank) {
+    const Candidate& c = cands[rank];
+    Hypothesis h;
+    h.tokens = beams[size_t(c.row)].tokens;
+    h.log_prob = c.score;
+    if (o.alignments) {
+      h.attention = beams[size_t(c.row)].attention;
+      append_attention(h.attention, out.weights, c.row, src_len);
+    }
+    if (c.token == eos) {
+      if (int64_t(rank) < K) {
+        h.finished = true;
+        finalize(h, o.length_penalty);
+        finished.push_back(std::move(h));
+      }
+      continue;
+    }
+    h.tokens.push_back(c.token);
+    cont.push_back(std::move(h));
+    parents.push_back(c.row);
+  }
+  return cont;
+}
+
+// A sentence's result: its finished hypotheses (with the live ones, unfinished,
+// when the search stopped at the length limit), the n-best by score.
+SearchResult end_sentence(std::vector<Hypothesis>& finished, std::vector<Hypothesis>& live, bool top_ended,
+                          const SearchOptions& o, int64_t src_len) {
+  if (!top_ended)  // the length limit: live beams end unfinished and compete too
+    for (Hypothesis& h : live) {
+      finalize(h, o.length_penalty);
+      finished.push_back(std::move(h));
+    }
+  std::stable_sort(finished.begin(), finished.end(),
+                   [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; });
+  if (int64_t(finished.size()) > o.nbest) finished.resize(size_t(o.nbest));
+  SearchResult r;
+  r.src_len = src_len;
+  r.hypotheses = std::move(finished);
+  return r;
+}
+
+}  // namespace
+
 std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const Tensor& src,
                                       const std::vector<int64_t>& lengths, const SearchOptions& o) {
   check(model, src, lengths, o);
@@ -115,19 +201,6 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
   std::vector<Hypothesis> beams(static_cast<size_t>(B));
   const data::SpecialIds& ids = model.config().specials;
   std::vector<int> prev(static_cast<size_t>(B), ids.bos);
-
-  struct Candidate {
-    double score;  // log_prob of the extended hypothesis
-    float lp;      // the new token's log-probability
-    int64_t row;
-    int token;
-  };
-  auto better = [](const Candidate& a, const Candidate& b) {
-    if (a.score != b.score) return a.score > b.score;
-    if (a.lp != b.lp) return a.lp > b.lp;
-    if (a.row != b.row) return a.row < b.row;
-    return a.token < b.token;
-  };
   std::vector<Candidate> cands;
   for (int64_t step = 0; !act.empty(); ++step) {
     // The best K + 1 extensions of each row suffice: a sentence continues with its first K
@@ -145,66 +218,24 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
       const int64_t b = act[a], src_len = lengths[size_t(b)];
       size_t r1 = r0;
       while (r1 < rows.size() && rows[r1] == b) ++r1;
-      cands.clear();
-      for (size_t r = r0; r < r1; ++r) {
-        const double base = beams[r].log_prob;
-        for (int64_t j = 0; j < want; ++j) {
-          const float lp = out.log_probs[r * size_t(want) + size_t(j)];
-          cands.push_back({base + double(lp), lp, int64_t(r), out.tokens[r * size_t(want) + size_t(j)]});
-        }
-      }
+      rank_candidates(out, beams, r0, r1, want, K, cands);
       r0 = r1;
-      std::sort(cands.begin(), cands.end(), better);
-      // at most K are EOS (one per row), so the best 2K hold the K continuations
-      if (int64_t(cands.size()) > 2 * K) cands.resize(size_t(2 * K));
-      const bool at_limit = step + 1 >= max_steps(o, src_len);
-      std::vector<Hypothesis> cont;
-      std::vector<int64_t> cont_parent;
-      for (size_t rank = 0; rank < cands.size() && int64_t(cont.size()) < K; ++rank) {
-        const Candidate& c = cands[rank];
-        Hypothesis h;
-        h.tokens = beams[size_t(c.row)].tokens;
-        h.log_prob = c.score;
-        if (o.alignments) {
-          h.attention = beams[size_t(c.row)].attention;
-          append_attention(h.attention, out.weights, c.row, src_len);
-        }
-        if (c.token == ids.eos) {
-          // an end among the top K ranks completes a hypothesis (fairseq's rule)
-          if (int64_t(rank) < K) {
-            h.finished = true;
-            finalize(h, o.length_penalty);
-            finished[size_t(b)].push_back(std::move(h));
-          }
-          continue;
-        }
-        h.tokens.push_back(c.token);
-        cont.push_back(std::move(h));
-        cont_parent.push_back(c.row);
-      }
+      std::vector<int64_t> cont_parents;
+      std::vector<Hypothesis> cont = extend(cands, beams, out, o, ids.eos, src_len, finished[size_t(b)], cont_parents);
       // Done when the best extension of this step ends the sentence (OpenNMT's
       // rule: weaker hypotheses that end early do not stop the search while
       // the top beam is still going) and n-best are complete, or at the limit.
       const bool top_ended = !cands.empty() && cands[0].token == ids.eos;
-      const bool done = (top_ended && int64_t(finished[size_t(b)].size()) >= o.nbest) || at_limit || cont.empty();
-      if (done) {
-        if (!top_ended)  // the length limit: live beams end unfinished and compete too
-          for (Hypothesis& h : cont) {
-            finalize(h, o.length_penalty);
-            finished[size_t(b)].push_back(std::move(h));
-          }
-        auto& f = finished[size_t(b)];
-        std::stable_sort(f.begin(), f.end(), [](const Hypothesis& x, const Hypothesis& y) { return x.score > y.score; });
-        if (int64_t(f.size()) > o.nbest) f.resize(size_t(o.nbest));
-        results[size_t(b)].src_len = src_len;
-        results[size_t(b)].hypotheses = std::move(f);
+      const bool at_limit = step + 1 >= max_steps(o, src_len);
+      if ((top_ended && int64_t(finished[size_t(b)].size()) >= o.nbest) || at_limit || cont.empty()) {
+        results[size_t(b)] = end_sentence(finished[size_t(b)], cont, top_ended, o, src_len);
         continue;
       }
       // the live continuations (fewer than K only with a tiny vocabulary) become the sentence's rows
       next_act.push_back(b);
       for (size_t k = 0; k < cont.size(); ++k) {
         next_rows.push_back(b);
-        parents.push_back(cont_parent[k]);
+        parents.push_back(cont_parents[k]);
         next_prev.push_back(cont[k].tokens.back());
         next_beams.push_back(std::move(cont[k]));
       }
