@@ -51,25 +51,13 @@ const FusedCase kCases[] = {
 
 Tensor grad_or_zero(const Tensor& t) { return t.grad().defined() ? t.grad() : Tensor::zeros(t.shape()); }
 
-// As EXPECT_CLOSE, but a reference that is zero by symmetry (with one visible
+// As EXPECT_CLOSE (NaN-strict, compare.h), but a reference that is zero by symmetry (with one visible
 // key, softmax is constant 1 and dq = dk = 0 exactly) is judged against an
 // absolute floor of 1e-2 instead of its own (zero) scale: there the fused
 // backward's dS = P (dP - dO.O) is a difference of two float32 sums of the same
 // value, ~1e-6 per row, and dk sums it over up to 150 rows (seen: 4.2e-6 where
 // the materialised path cancels to 0 exactly). A wrong gradient is off by O(1).
-#define EXPECT_NEAR_REF(a, b, tol, what)                                                      \
-  do {                                                                                        \
-    const Tensor _a = (a), _b = (b);                                                          \
-    ASSERT_EQ(_a.shape(), _b.shape());                                                        \
-    double _scale = 0, _worst = 0;                                                            \
-    for (int64_t i = 0; i < _b.numel(); ++i) _scale = std::max(_scale, std::fabs(double(_b.data()[i]))); \
-    double _floor = std::max(1e-2 * _scale, 1e-2);                                            \
-    for (int64_t i = 0; i < _a.numel(); ++i) {                                                \
-      double d = std::fabs(double(_a.data()[i]) - double(_b.data()[i])) / (std::fabs(double(_b.data()[i])) + _floor); \
-      if (!(d <= _worst)) _worst = d;                                                         \
-    }                                                                                         \
-    EXPECT_LE(_worst, (tol)) << (what) << ": max relative difference " << _worst;             \
-  } while (0)
+#define EXPECT_NEAR_REF(a, b, tol, what) EXPECT_REL_CLOSE((a), (b), (tol), 1e-2, 1e-2, (what))
 
 class FusedVsMaterialized : public ::testing::TestWithParam<FusedCase> {};
 

@@ -13,6 +13,7 @@
 #include "attn/models/rnnsearch_decoder.h"
 #include "attn/nn/rnn.h"
 #include "attn/models/seq2seq.h"
+#include "compare.h"
 #include "gradcheck.h"
 
 namespace attn::testing {
@@ -64,18 +65,9 @@ TEST(OutputCrossEntropy, MatchesLinearPlusCrossEntropy) {
     Tensor ref = cross_entropy(linear(x, W, b), t, o);
     backward(affine(ref, 0.5f));
     EXPECT_NEAR(fused.item(), ref.item(), 1e-5 * std::abs(ref.item()));
-    auto close = [](const Tensor& a, const Tensor& r, const char* what) {
-      ASSERT_EQ(a.shape(), r.shape()) << what;
-      double worst = 0, scale = 0;
-      for (int64_t i = 0; i < a.numel(); ++i) {
-        worst = std::max(worst, double(std::abs(a.data()[i] - r.data()[i])));
-        scale = std::max(scale, double(std::abs(r.data()[i])));
-      }
-      EXPECT_LE(worst, 1e-4 * scale) << what;
-    };
-    close(gx, x.grad(), "dx");
-    close(gW, W.grad(), "dW");
-    if (with_bias) close(gb, b.grad(), "db");
+    EXPECT_NORMWISE_CLOSE(gx, x.grad(), 1e-4, "dx");
+    EXPECT_NORMWISE_CLOSE(gW, W.grad(), 1e-4, "dW");
+    if (with_bias) EXPECT_NORMWISE_CLOSE(gb, b.grad(), 1e-4, "db");
   }
   NoGradGuard ng;  // without grad mode: the loss alone
   Tensor x = randn({5, 4}, rng), W = randn({11, 4}, rng);
@@ -135,20 +127,10 @@ TEST(RnnSearchDecoder, EqualsTheComposedSteps) {
   }
   Tensor st = concat(states, 0), ct = concat(contexts, 0);
   backward(add(sum_all(mul(st, rs)), sum_all(mul(ct, rc))));
-  auto close = [](const Tensor& a, const Tensor& r, const std::string& what) {
-    ASSERT_TRUE(a.defined() && r.defined()) << what;
-    ASSERT_EQ(a.shape(), r.shape()) << what;
-    double worst = 0, scale = 1e-6;
-    for (int64_t i = 0; i < a.numel(); ++i) {
-      worst = std::max(worst, double(std::abs(a.data()[i] - r.data()[i])));
-      scale = std::max(scale, double(std::abs(r.data()[i])));
-    }
-    EXPECT_LE(worst, 2e-5 * scale) << what << " worst " << worst << " scale " << scale;
-  };
-  close(o.states, st, "states");
-  close(o.contexts, ct, "contexts");
+  EXPECT_NORMWISE_CLOSE(o.states, st, 2e-5, "states");
+  EXPECT_NORMWISE_CLOSE(o.contexts, ct, 2e-5, "contexts");
   const char* names[] = {"emb", "keys", "values", "s0", "W1", "v", "w_ih", "w_hh", "b_ih", "b_hh"};
-  for (size_t i = 0; i < x.size(); ++i) close(g1[i], x[i].grad(), std::string("d") + names[i]);
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_NORMWISE_CLOSE(g1[i], x[i].grad(), 2e-5, std::string("d") + names[i]);
   EXPECT_THROW(models::rnnsearch_decoder(x[0], x[1], x[2], Tensor::full({B}, float(S + 1)), x[3],
                                          {x[4], x[5], x[6], x[7], x[8], x[9]}),
                std::invalid_argument);
@@ -307,8 +289,8 @@ TEST_P(Models, LossGradientsMatchFiniteDifferences) {
       }
       const double num = (lp - lm) / (2 * h), ana = g.data()[i];
       const double err = std::abs(num - ana) / (3e-2 * (std::abs(num) + std::abs(ana)) + 2e-3);
-      if (err > worst) worst = err, worst_where = name + "[" + std::to_string(i) + "] num " + std::to_string(num) +
-                                                 " ana " + std::to_string(ana);
+      if (raise_worst(worst, err))  // a NaN stays the worst
+        worst_where = name + "[" + std::to_string(i) + "] num " + std::to_string(num) + " ana " + std::to_string(ana);
       ++checked;
     }
   }
@@ -343,7 +325,7 @@ TEST_P(Models, StepByStepEqualsTeacherForcing) {
     ASSERT_EQ(o.weights.shape(), (Shape{B, S}));
     for (int64_t i = 0; i < B; ++i) {
       for (int64_t k = 0; k < V; ++k)
-        worst = std::max(worst, double(std::abs(o.log_probs.data()[i * V + k] - ref.data()[(t * B + i) * V + k])));
+        worst = nan_max(worst, std::abs(double(o.log_probs.data()[i * V + k]) - ref.data()[(t * B + i) * V + k]));
       double sum = 0;
       for (int64_t j = 0; j < S; ++j) {
         float w = o.weights.data()[i * S + j];
