@@ -1,13 +1,17 @@
-// The fused SDPA kernel against the materialising path (scores -> softmax ->
-// weights @ v), forward and all gradients, on a table of shapes and masks
-// including odd sizes, length 1, lengths 0 and fully masked rows, causal, and
-// dropout (both paths draw the same hashed pattern).
+// The fused SDPA kernel and the materialising path (scores -> softmax ->
+// weights @ v) against a double-precision loop (attention_reference.h) that
+// writes the masks and the dropout hash out from their definitions, forward
+// and all gradients, on a table of shapes and masks including odd sizes,
+// length 1, lengths 0 and fully masked rows, causal, and dropout. (The two
+// kernels share the dropout hash and the mask code: compared with each other
+// only, a bug there would not show.)
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "attn/attention/attention.h"
 #include "attn/tensor/threading.h"
+#include "attention_reference.h"
 #include "oracle.h"
 
 namespace attn::testing {
@@ -56,7 +60,7 @@ Tensor grad_or_zero(const Tensor& t) { return t.grad().defined() ? t.grad() : Te
 // absolute floor of 1e-2 instead of its own (zero) scale: there the fused
 // backward's dS = P (dP - dO.O) is a difference of two float32 sums of the same
 // value, ~1e-6 per row, and dk sums it over up to 150 rows (seen: 4.2e-6 where
-// the materialised path cancels to 0 exactly). A wrong gradient is off by O(1).
+// the exact value, and the materialised path's, is 0). A wrong gradient is off by O(1).
 #define EXPECT_NEAR_REF(a, b, tol, what) EXPECT_REL_CLOSE((a), (b), (tol), 1e-2, 1e-2, (what))
 
 class FusedVsMaterialized : public ::testing::TestWithParam<FusedCase> {};
@@ -105,18 +109,26 @@ TEST_P(FusedVsMaterialized, OutputAndGradients) {
     dq = grad_or_zero(qq), dk = grad_or_zero(kk), dv = grad_or_zero(vv);
     return out;
   };
-  Tensor dq_f, dk_f, dv_f, dq_m, dk_m, dv_m;
-  Tensor out_f = run(Kernel::Fused, dq_f, dk_f, dv_f);
-  Tensor out_m = run(Kernel::Materialized, dq_m, dk_m, dv_m);
-  ASSERT_EQ(out_f.shape(), out_m.shape());
-  EXPECT_NEAR_REF(out_f, out_m, 2e-3, "context");
-  EXPECT_NEAR_REF(dq_f, dq_m, 2e-3, "dq");
-  EXPECT_NEAR_REF(dk_f, dk_m, 2e-3, "dk");
-  EXPECT_NEAR_REF(dv_f, dv_m, 2e-3, "dv");
-
+  // both kernels against the double loop, which shares neither their mask nor their dropout code
+  SdpaMask ref_mask;
+  for (int64_t b = 0; c.lengths && b < c.B; ++b) ref_mask.key_lengths.push_back(int64_t(opt.mask.key_lengths.data()[b]));
+  ref_mask.causal = c.causal;
+  ref_mask.keep = opt.mask.keep;
+  const uint64_t seed = Rng(99).next_u64();  // what attention() draws from drop_rng
+  const SdpaReference ref =
+      sdpa_reference(q, k, v, 1.0 / std::sqrt(double(c.D)), ref_mask, c.dropout, seed, seed_grad);
+  for (Kernel kernel : {Kernel::Fused, Kernel::Materialized}) {
+    SCOPED_TRACE(kernel == Kernel::Fused ? "fused" : "materialised");
+    Tensor dq, dk, dv;
+    Tensor out = run(kernel, dq, dk, dv);
+    EXPECT_NEAR_REF(out, ref.out, 2e-3, "context");
+    EXPECT_NEAR_REF(dq, ref.dq, 2e-3, "dq");
+    EXPECT_NEAR_REF(dk, ref.dk, 2e-3, "dk");
+    EXPECT_NEAR_REF(dv, ref.dv, 2e-3, "dv");
+  }
   // the checks above must be able to fail: outputs are not all zero unless every key is hidden
   double mag = 0;
-  for (int64_t i = 0; i < out_m.numel(); ++i) mag += std::fabs(out_m.data()[i]);
+  for (int64_t i = 0; i < ref.out.numel(); ++i) mag += std::fabs(ref.out.data()[i]);
   EXPECT_GT(mag, 0.0);
 }
 
@@ -208,7 +220,8 @@ TEST(FusedAttention, FullyMaskedRowsGiveZerosAndZeroGradients) {
   for (int64_t i = 0; i < q.grad().numel(); ++i) EXPECT_TRUE(std::isfinite(q.grad().data()[i]));
 }
 
-// Dropout actually drops: about p of the weights, and differently per seed.
+// Dropout actually drops: about p of the weights, differently per seed, and
+// exactly the weights that attention_reference.h's hash drops.
 TEST(FusedAttention, DropoutPatternRate) {
   Tensor m = dropout_keep_mask(42, 0.3f, 2, 2, 64, 256);
   int64_t dropped = 0;
@@ -218,6 +231,12 @@ TEST(FusedAttention, DropoutPatternRate) {
   int64_t same = 0;
   for (int64_t i = 0; i < m.numel(); ++i) same += m.data()[i] == m2.data()[i];
   EXPECT_LT(double(same) / double(m.numel()), 0.7);
+  // element by element the pattern of the definition (a seed with high bits too)
+  for (uint64_t seed : {uint64_t(42), uint64_t(0x9e3779b97f4a7c15ull)}) {
+    Tensor p = dropout_keep_mask(seed, 0.3f, 2, 3, 5, 70);
+    for (int64_t i = 0; i < p.numel(); ++i)
+      ASSERT_EQ(p.data()[i], reference_dropout_keeps(seed, 0.3f, i / 70, i % 70) ? 1.0f / 0.7f : 0.0f) << i;
+  }
 }
 
 TEST(FusedAttention, RejectsBadShapes) {
