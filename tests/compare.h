@@ -116,6 +116,16 @@ inline std::string describe(const Diff& d, int64_t i, const Tensor& a, const Ten
                                  << ::attn::testing::describe(_d, _d.worst, _a, _b);                    \
   } while (0)
 
+// max |a - b| at most tol; NaN or a one-sided Inf anywhere fails.
+#define EXPECT_ABS_CLOSE(a, b, tol, what)                                                             \
+  do {                                                                                                \
+    const auto& _a = (a);                                                                             \
+    const auto& _b = (b);                                                                             \
+    const ::attn::testing::Diff _d = ::attn::testing::compare(_a, _b);                                 \
+    EXPECT_LE(_d.max_abs, (tol)) << (what) << ": max|diff| " << _d.max_abs << ", worst at "           \
+                                 << ::attn::testing::describe(_d, _d.worst_abs, _a, _b);              \
+  } while (0)
+
 // max |a - b| / max |b| at most tol; NaN or a one-sided Inf anywhere fails.
 #define EXPECT_NORMWISE_CLOSE(a, b, tol, what)                                                             \
   do {                                                                                                     \

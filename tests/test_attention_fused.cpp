@@ -25,6 +25,9 @@ struct FusedCase {
   bool lengths = false;    // random key lengths (one of them 0 when B > 1)
   int keep = 0;            // 0 none, 1 [B, 1, 1, Lk], 2 [B, H, Lq, Lk] with a fully masked row, 3 [Lq, Lk]
   float dropout = 0.0f;
+  float shift = 0.0f;  // adds `shift` to every score (through feature 0 of q and k)
+  float amp = 1.0f;    // q, k ~ N(0, amp^2): scores ~ N(0, amp^4)
+  double tol = 2e-3;
 };
 
 const FusedCase kCases[] = {
@@ -51,6 +54,13 @@ const FusedCase kCases[] = {
     // one (b, h) and two threads: the backward splits the keys into ranges and sums dQ partials
     {"one head: key ranges", 1, 1, 100, 300, 32, 48, false, true, 2, 0.2f},
     {"one head: key ranges, causal", 1, 1, 200, 200, 64, 64, true},
+    // scores far from 0: a softmax without max-subtraction overflows (exp(89) = inf in float)
+    // or underflows to 0 / 0. A float score near 1e3 carries ~3e-4 of rounding (ulp 6e-5 per
+    // term of q . k), and so the weights relative: ~6e-3 against the 1e-2 floor.
+    {"scores shifted by +1e3", 2, 2, 70, 90, 16, 16, false, true, 0, 0.0f, 1e3f, 1.0f, 2e-2},
+    {"scores shifted by -1e3, causal, dropout", 1, 2, 40, 130, 32, 16, true, false, 1, 0.2f, -1e3f, 1.0f, 2e-2},
+    {"short: scores shifted by +1e3", 2, 1, 20, 50, 8, 8, false, false, 2, 0.0f, 1e3f, 1.0f, 2e-2},
+    {"scores spread over +-1e4", 2, 2, 70, 90, 16, 16, false, true, 0, 0.0f, 0.0f, 50.0f, 1e-2},
 };
 
 Tensor grad_or_zero(const Tensor& t) { return t.grad().defined() ? t.grad() : Tensor::zeros(t.shape()); }
@@ -75,8 +85,13 @@ TEST_P(FusedVsMaterialized, OutputAndGradients) {
     ~Restore() { attn::set_num_threads(n); }
   } restore{saved_threads};
   Rng rng(1234 + c.Lq * 7 + c.Lk);
-  Tensor q = randn({c.B, c.H, c.Lq, c.D}, rng), k = randn({c.B, c.H, c.Lk, c.D}, rng),
+  Tensor q = randn({c.B, c.H, c.Lq, c.D}, rng, c.amp), k = randn({c.B, c.H, c.Lk, c.D}, rng, c.amp),
          v = randn({c.B, c.H, c.Lk, c.Dv}, rng);
+  if (c.shift != 0.0f) {  // q_i0 k_j0 / sqrt(D) = shift for every (i, j)
+    const float a = std::sqrt(std::fabs(c.shift) * std::sqrt(float(c.D)));
+    for (int64_t i = 0; i < q.numel(); i += c.D) q.data()[i] = a;
+    for (int64_t j = 0; j < k.numel(); j += c.D) k.data()[j] = c.shift > 0 ? a : -a;
+  }
   AttentionOptions opt;
   opt.mask.causal = c.causal;
   if (c.lengths) {
@@ -121,10 +136,10 @@ TEST_P(FusedVsMaterialized, OutputAndGradients) {
     SCOPED_TRACE(kernel == Kernel::Fused ? "fused" : "materialised");
     Tensor dq, dk, dv;
     Tensor out = run(kernel, dq, dk, dv);
-    EXPECT_NEAR_REF(out, ref.out, 2e-3, "context");
-    EXPECT_NEAR_REF(dq, ref.dq, 2e-3, "dq");
-    EXPECT_NEAR_REF(dk, ref.dk, 2e-3, "dk");
-    EXPECT_NEAR_REF(dv, ref.dv, 2e-3, "dv");
+    EXPECT_NEAR_REF(out, ref.out, c.tol, "context");
+    EXPECT_NEAR_REF(dq, ref.dq, c.tol, "dq");
+    EXPECT_NEAR_REF(dk, ref.dk, c.tol, "dk");
+    EXPECT_NEAR_REF(dv, ref.dv, c.tol, "dv");
   }
   // the checks above must be able to fail: outputs are not all zero unless every key is hidden
   double mag = 0;
