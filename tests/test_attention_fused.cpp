@@ -262,6 +262,14 @@ TEST(FusedAttention, RejectsBadShapes) {
   FusedOptions f;
   f.mask.key_lengths = Tensor::from({6.0f}, {1});  // longer than Lk
   EXPECT_THROW(sdpa_fused(q, k, v2, f), std::invalid_argument);
+  for (float bad : {-1.0f, 2.5f}) {
+    f.mask.key_lengths = Tensor::from({bad}, {1});
+    EXPECT_THROW(sdpa_fused(q, k, v2, f), std::invalid_argument) << bad;
+  }
+  for (float fine : {5.0f, 0.0f}) {  // Lk and 0: the ends of [0, Lk]
+    f.mask.key_lengths = Tensor::from({fine}, {1});
+    EXPECT_NO_THROW(sdpa_fused(q, k, v2, f)) << fine;
+  }
   f.mask.key_lengths = Tensor();
   f.mask.keep = Tensor::ones({3, 5, 5});  // does not broadcast
   EXPECT_THROW(sdpa_fused(q, k, v2, f), std::invalid_argument);

@@ -196,6 +196,25 @@ TEST(RnnSearchDecoder, MatchesDoublePrecisionLoop) {
                std::invalid_argument);
 }
 
+// Source lengths in [0, S] from both sides: S and 0 accepted (a row that sees no
+// key gets zero contexts), S + 1, -1 and 1.5 refused.
+TEST(RnnSearchDecoder, LengthsFromZeroToS) {
+  Rng rng(10);
+  const int64_t Tn = 2, B = 3, E = 2, S = 4, A = 3, Dv = 2, Hd = 2;
+  const std::vector<Tensor> x = {randn({Tn, B, E}, rng), randn({B, S, A}, rng),  randn({B, S, Dv}, rng),
+                                 randn({B, Hd}, rng),    randn({A, Hd}, rng),     randn({A}, rng),
+                                 randn({3 * Hd, E + Dv}, rng), randn({3 * Hd, Hd}, rng), randn({3 * Hd}, rng),
+                                 randn({3 * Hd}, rng)};
+  auto o = fused_loop(x, Tensor::from({float(S), 0.0f, 1.0f}, {B}));
+  for (int64_t t = 0; t < Tn; ++t)
+    for (int64_t d = 0; d < Dv; ++d) {
+      EXPECT_EQ(o.contexts.data()[(t * B + 1) * Dv + d], 0.0f) << "length 0";
+      EXPECT_NE(o.contexts.data()[(t * B + 0) * Dv + d], 0.0f) << "length S";
+    }
+  for (float bad : {float(S + 1), -1.0f, 1.5f})
+    EXPECT_THROW(fused_loop(x, Tensor::from({float(S), bad, 1.0f}, {B})), std::invalid_argument) << "length " << bad;
+}
+
 TEST(ModelConfig, UnknownKeysAndBadValuesNameTheKey) {
   try {
     models::model_config_from_json(R"({"type": "rnnsearch", "embd": 32})", "model");
