@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "attn/tensor/random.h"
+#include "compare.h"
 
 namespace attn::testing {
 
@@ -73,8 +74,7 @@ GradcheckReport run_gradcheck(const GradcheckCase& c, uint64_t seed) {
       double ana = g.defined() ? double(g.data()[k]) : 0.0;
       double v = std::fabs(num - ana) / (c.tolerance * (std::fabs(ana) + std::fabs(num)) + atol);
       ++rep.checked;
-      if (!(v <= rep.worst)) {
-        rep.worst = v;
+      if (raise_worst(rep.worst, v)) {  // a NaN stays the worst
         rep.where = "input " + std::to_string(i) + " element " + std::to_string(k) + ": numeric " +
                     std::to_string(num) + " analytic " + std::to_string(ana);
       }

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "attn/tensor/safetensors.h"
+#include "compare.h"
 
 namespace attn::testing {
 
@@ -46,25 +47,10 @@ inline SafetensorsFile run_oracle(const std::string& script, const std::string& 
 // shrink when the terms cancel to a near-zero result; torch's own float32
 // result differs from a float64 one by as much there. With tol 1e-4 the floor
 // allows 2e-7 * max|b| absolute (a few ulp of the largest element).
-// Asserts shapes first; NaN or Inf in `a` counts as a failure.
-inline double max_rel_diff(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  if (a.shape() != b.shape()) return 1e30;
-  double scale = 0;
-  for (int64_t i = 0; i < b.numel(); ++i) scale = std::max(scale, std::fabs(double(b.data()[i])));
-  double floor = std::max(2e-3 * scale, 1e-30);
-  double worst = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    double d = std::fabs(double(a.data()[i]) - double(b.data()[i])) / (std::fabs(double(b.data()[i])) + floor);
-    if (!(d <= worst)) worst = d;  // NaN propagates as a failure
-  }
-  return worst;
-}
+// Asserts shapes first; NaN on either side, or an Inf the other side does not
+// have, gives NaN (a failure), see compare.h.
+inline double max_rel_diff(const Tensor& a, const Tensor& b) { return compare(a, b, 2e-3, 1e-30).max_rel; }
 
-#define EXPECT_CLOSE(a, b, tol, what)                                                     \
-  do {                                                                                    \
-    double _d = ::attn::testing::max_rel_diff((a), (b));                                  \
-    EXPECT_LE(_d, (tol)) << (what) << ": max relative difference " << _d;                 \
-  } while (0)
+#define EXPECT_CLOSE(a, b, tol, what) EXPECT_REL_CLOSE((a), (b), (tol), 2e-3, 1e-30, (what))
 
 }  // namespace attn::testing

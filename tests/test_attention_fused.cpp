@@ -1,13 +1,17 @@
-// The fused SDPA kernel against the materialising path (scores -> softmax ->
-// weights @ v), forward and all gradients, on a table of shapes and masks
-// including odd sizes, length 1, lengths 0 and fully masked rows, causal, and
-// dropout (both paths draw the same hashed pattern).
+// The fused SDPA kernel and the materialising path (scores -> softmax ->
+// weights @ v) against a double-precision loop (attention_reference.h) that
+// writes the masks and the dropout hash out from their definitions, forward
+// and all gradients, on a table of shapes and masks including odd sizes,
+// length 1, lengths 0 and fully masked rows, causal, and dropout. (The two
+// kernels share the dropout hash and the mask code: compared with each other
+// only, a bug there would not show.)
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "attn/attention/attention.h"
 #include "attn/tensor/threading.h"
+#include "attention_reference.h"
 #include "oracle.h"
 
 namespace attn::testing {
@@ -21,6 +25,9 @@ struct FusedCase {
   bool lengths = false;    // random key lengths (one of them 0 when B > 1)
   int keep = 0;            // 0 none, 1 [B, 1, 1, Lk], 2 [B, H, Lq, Lk] with a fully masked row, 3 [Lq, Lk]
   float dropout = 0.0f;
+  float shift = 0.0f;  // adds `shift` to every score (through feature 0 of q and k)
+  float amp = 1.0f;    // q, k ~ N(0, amp^2): scores ~ N(0, amp^4)
+  double tol = 2e-3;
 };
 
 const FusedCase kCases[] = {
@@ -47,29 +54,24 @@ const FusedCase kCases[] = {
     // one (b, h) and two threads: the backward splits the keys into ranges and sums dQ partials
     {"one head: key ranges", 1, 1, 100, 300, 32, 48, false, true, 2, 0.2f},
     {"one head: key ranges, causal", 1, 1, 200, 200, 64, 64, true},
+    // scores far from 0: a softmax without max-subtraction overflows (exp(89) = inf in float)
+    // or underflows to 0 / 0. A float score near 1e3 carries ~3e-4 of rounding (ulp 6e-5 per
+    // term of q . k), and so the weights relative: ~6e-3 against the 1e-2 floor.
+    {"scores shifted by +1e3", 2, 2, 70, 90, 16, 16, false, true, 0, 0.0f, 1e3f, 1.0f, 2e-2},
+    {"scores shifted by -1e3, causal, dropout", 1, 2, 40, 130, 32, 16, true, false, 1, 0.2f, -1e3f, 1.0f, 2e-2},
+    {"short: scores shifted by +1e3", 2, 1, 20, 50, 8, 8, false, false, 2, 0.0f, 1e3f, 1.0f, 2e-2},
+    {"scores spread over +-1e4", 2, 2, 70, 90, 16, 16, false, true, 0, 0.0f, 0.0f, 50.0f, 1e-2},
 };
 
 Tensor grad_or_zero(const Tensor& t) { return t.grad().defined() ? t.grad() : Tensor::zeros(t.shape()); }
 
-// As EXPECT_CLOSE, but a reference that is zero by symmetry (with one visible
+// As EXPECT_CLOSE (NaN-strict, compare.h), but a reference that is zero by symmetry (with one visible
 // key, softmax is constant 1 and dq = dk = 0 exactly) is judged against an
 // absolute floor of 1e-2 instead of its own (zero) scale: there the fused
 // backward's dS = P (dP - dO.O) is a difference of two float32 sums of the same
 // value, ~1e-6 per row, and dk sums it over up to 150 rows (seen: 4.2e-6 where
-// the materialised path cancels to 0 exactly). A wrong gradient is off by O(1).
-#define EXPECT_NEAR_REF(a, b, tol, what)                                                      \
-  do {                                                                                        \
-    const Tensor _a = (a), _b = (b);                                                          \
-    ASSERT_EQ(_a.shape(), _b.shape());                                                        \
-    double _scale = 0, _worst = 0;                                                            \
-    for (int64_t i = 0; i < _b.numel(); ++i) _scale = std::max(_scale, std::fabs(double(_b.data()[i]))); \
-    double _floor = std::max(1e-2 * _scale, 1e-2);                                            \
-    for (int64_t i = 0; i < _a.numel(); ++i) {                                                \
-      double d = std::fabs(double(_a.data()[i]) - double(_b.data()[i])) / (std::fabs(double(_b.data()[i])) + _floor); \
-      if (!(d <= _worst)) _worst = d;                                                         \
-    }                                                                                         \
-    EXPECT_LE(_worst, (tol)) << (what) << ": max relative difference " << _worst;             \
-  } while (0)
+// the exact value, and the materialised path's, is 0). A wrong gradient is off by O(1).
+#define EXPECT_NEAR_REF(a, b, tol, what) EXPECT_REL_CLOSE((a), (b), (tol), 1e-2, 1e-2, (what))
 
 class FusedVsMaterialized : public ::testing::TestWithParam<FusedCase> {};
 
@@ -83,8 +85,13 @@ TEST_P(FusedVsMaterialized, OutputAndGradients) {
     ~Restore() { attn::set_num_threads(n); }
   } restore{saved_threads};
   Rng rng(1234 + c.Lq * 7 + c.Lk);
-  Tensor q = randn({c.B, c.H, c.Lq, c.D}, rng), k = randn({c.B, c.H, c.Lk, c.D}, rng),
+  Tensor q = randn({c.B, c.H, c.Lq, c.D}, rng, c.amp), k = randn({c.B, c.H, c.Lk, c.D}, rng, c.amp),
          v = randn({c.B, c.H, c.Lk, c.Dv}, rng);
+  if (c.shift != 0.0f) {  // q_i0 k_j0 / sqrt(D) = shift for every (i, j)
+    const float a = std::sqrt(std::fabs(c.shift) * std::sqrt(float(c.D)));
+    for (int64_t i = 0; i < q.numel(); i += c.D) q.data()[i] = a;
+    for (int64_t j = 0; j < k.numel(); j += c.D) k.data()[j] = c.shift > 0 ? a : -a;
+  }
   AttentionOptions opt;
   opt.mask.causal = c.causal;
   if (c.lengths) {
@@ -117,18 +124,26 @@ TEST_P(FusedVsMaterialized, OutputAndGradients) {
     dq = grad_or_zero(qq), dk = grad_or_zero(kk), dv = grad_or_zero(vv);
     return out;
   };
-  Tensor dq_f, dk_f, dv_f, dq_m, dk_m, dv_m;
-  Tensor out_f = run(Kernel::Fused, dq_f, dk_f, dv_f);
-  Tensor out_m = run(Kernel::Materialized, dq_m, dk_m, dv_m);
-  ASSERT_EQ(out_f.shape(), out_m.shape());
-  EXPECT_NEAR_REF(out_f, out_m, 2e-3, "context");
-  EXPECT_NEAR_REF(dq_f, dq_m, 2e-3, "dq");
-  EXPECT_NEAR_REF(dk_f, dk_m, 2e-3, "dk");
-  EXPECT_NEAR_REF(dv_f, dv_m, 2e-3, "dv");
-
+  // both kernels against the double loop, which shares neither their mask nor their dropout code
+  SdpaMask ref_mask;
+  for (int64_t b = 0; c.lengths && b < c.B; ++b) ref_mask.key_lengths.push_back(int64_t(opt.mask.key_lengths.data()[b]));
+  ref_mask.causal = c.causal;
+  ref_mask.keep = opt.mask.keep;
+  const uint64_t seed = Rng(99).next_u64();  // what attention() draws from drop_rng
+  const SdpaReference ref =
+      sdpa_reference(q, k, v, 1.0 / std::sqrt(double(c.D)), ref_mask, c.dropout, seed, seed_grad);
+  for (Kernel kernel : {Kernel::Fused, Kernel::Materialized}) {
+    SCOPED_TRACE(kernel == Kernel::Fused ? "fused" : "materialised");
+    Tensor dq, dk, dv;
+    Tensor out = run(kernel, dq, dk, dv);
+    EXPECT_NEAR_REF(out, ref.out, c.tol, "context");
+    EXPECT_NEAR_REF(dq, ref.dq, c.tol, "dq");
+    EXPECT_NEAR_REF(dk, ref.dk, c.tol, "dk");
+    EXPECT_NEAR_REF(dv, ref.dv, c.tol, "dv");
+  }
   // the checks above must be able to fail: outputs are not all zero unless every key is hidden
   double mag = 0;
-  for (int64_t i = 0; i < out_m.numel(); ++i) mag += std::fabs(out_m.data()[i]);
+  for (int64_t i = 0; i < ref.out.numel(); ++i) mag += std::fabs(ref.out.data()[i]);
   EXPECT_GT(mag, 0.0);
 }
 
@@ -220,7 +235,8 @@ TEST(FusedAttention, FullyMaskedRowsGiveZerosAndZeroGradients) {
   for (int64_t i = 0; i < q.grad().numel(); ++i) EXPECT_TRUE(std::isfinite(q.grad().data()[i]));
 }
 
-// Dropout actually drops: about p of the weights, and differently per seed.
+// Dropout actually drops: about p of the weights, differently per seed, and
+// exactly the weights that attention_reference.h's hash drops.
 TEST(FusedAttention, DropoutPatternRate) {
   Tensor m = dropout_keep_mask(42, 0.3f, 2, 2, 64, 256);
   int64_t dropped = 0;
@@ -230,6 +246,12 @@ TEST(FusedAttention, DropoutPatternRate) {
   int64_t same = 0;
   for (int64_t i = 0; i < m.numel(); ++i) same += m.data()[i] == m2.data()[i];
   EXPECT_LT(double(same) / double(m.numel()), 0.7);
+  // element by element the pattern of the definition (a seed with high bits too)
+  for (uint64_t seed : {uint64_t(42), uint64_t(0x9e3779b97f4a7c15ull)}) {
+    Tensor p = dropout_keep_mask(seed, 0.3f, 2, 3, 5, 70);
+    for (int64_t i = 0; i < p.numel(); ++i)
+      ASSERT_EQ(p.data()[i], reference_dropout_keeps(seed, 0.3f, i / 70, i % 70) ? 1.0f / 0.7f : 0.0f) << i;
+  }
 }
 
 TEST(FusedAttention, RejectsBadShapes) {
@@ -240,6 +262,14 @@ TEST(FusedAttention, RejectsBadShapes) {
   FusedOptions f;
   f.mask.key_lengths = Tensor::from({6.0f}, {1});  // longer than Lk
   EXPECT_THROW(sdpa_fused(q, k, v2, f), std::invalid_argument);
+  for (float bad : {-1.0f, 2.5f}) {
+    f.mask.key_lengths = Tensor::from({bad}, {1});
+    EXPECT_THROW(sdpa_fused(q, k, v2, f), std::invalid_argument) << bad;
+  }
+  for (float fine : {5.0f, 0.0f}) {  // Lk and 0: the ends of [0, Lk]
+    f.mask.key_lengths = Tensor::from({fine}, {1});
+    EXPECT_NO_THROW(sdpa_fused(q, k, v2, f)) << fine;
+  }
   f.mask.key_lengths = Tensor();
   f.mask.keep = Tensor::ones({3, 5, 5});  // does not broadcast
   EXPECT_THROW(sdpa_fused(q, k, v2, f), std::invalid_argument);

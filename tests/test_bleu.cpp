@@ -204,6 +204,49 @@ TEST(Bleu, EdgeCases) {
   EXPECT_DOUBLE_EQ(longer.ratio, 1.25);
 }
 
+// Clipping against several references: a hypothesis n-gram counts at most as
+// often as it occurs in the one reference where it occurs most (sacreBLEU's
+// extract_reference_ngrams: max over references, not the sum, the first, the
+// last or the least), and the reference length is the closest to the
+// hypothesis, the shorter one on ties. Three reference streams, two segments;
+// counts by hand:
+//   segment 1: "the the the the cat sat", refs with "the" 2, 3 (the middle one), 0 times
+//     1-grams the 4 -> 3, cat 1, sat 1                      5 / 6
+//     2-grams "the the" 3 -> 2 (ref 2), "the cat", "cat sat" 4 / 5
+//     3-grams "the the the" 2 -> 1, "the the cat", "the cat sat" 3 / 4
+//     4-grams "the the the cat" (ref 2)                     1 / 3
+//     lengths 6, 4, 3 -> 6
+//   segment 2: "a b a b", refs "a b c", "b a b a c", "a c"
+//     1-grams a 2, b 2 (both from ref 2)                     4 / 4
+//     2-grams "a b" 2 -> 1, "b a" 1                          2 / 3
+//     3-grams "a b a", "b a b" (ref 2)                       2 / 2
+//     4-grams none                                           0 / 1
+//     lengths 3, 5, 2 for 4: 3 and 5 tie -> 3
+//   corpus: 9/10, 6/8, 5/6, 1/4, c = 10 >= r = 9 (BP 1):
+//     BLEU = 100 (0.9 * 0.75 * 5/6 * 0.25)^(1/4) = 100 sqrt(0.375) = 61.2372435695794
+// sacreBLEU 2.x's corpus_bleu (mjpost/sacrebleu f615c72, run from its source)
+// gives 61.237243569579455 with these counts and lengths, for every order of the streams.
+TEST(Bleu, ClipsByTheMaxCountOverSeveralReferences) {
+  const Lines hyps = {"the the the the cat sat", "a b a b"};
+  const Streams refs = {{"the cat sat on the mat", "a b c"}, {"the the the cat", "b a b a c"}, {"a cat sat", "a c"}};
+  const BleuScore s = corpus_bleu(hyps, refs);
+  EXPECT_EQ(s.counts, (std::vector<double>{9, 6, 5, 1}));
+  EXPECT_EQ(s.totals, (std::vector<double>{10, 8, 6, 4}));
+  EXPECT_EQ(s.sys_len, 10);
+  EXPECT_EQ(s.ref_len, 9);
+  EXPECT_EQ(s.bp, 1.0);
+  EXPECT_NEAR(s.score, 100.0 * std::sqrt(0.375), 1e-9);
+  EXPECT_NEAR(s.score, 61.237243569579455, 1e-9);  // sacreBLEU
+  // the order of the reference streams does not matter
+  for (const Streams& order : {Streams{refs[1], refs[2], refs[0]}, Streams{refs[2], refs[0], refs[1]},
+                               Streams{refs[2], refs[1], refs[0]}}) {
+    const BleuScore p = corpus_bleu(hyps, order);
+    EXPECT_EQ(p.counts, s.counts);
+    EXPECT_EQ(p.ref_len, s.ref_len);
+    EXPECT_NEAR(p.score, s.score, 1e-12);
+  }
+}
+
 TEST(Bleu, BadInputsThrowWithDetails) {
   try {
     corpus_bleu(kHyps, {{"one", "two"}});

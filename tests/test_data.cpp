@@ -281,19 +281,28 @@ TEST(SubwordVocab, Errors) {
 
 // ---------------------------------------------------------------- filtering
 
-TEST(LengthFilter, CountsEachRule) {
+namespace {
+// Pairs of the given (source, target) lengths, lines 1, 2, ...
+EncodedCorpus corpus_of_lengths(const std::vector<std::pair<int, int>>& lengths) {
   EncodedCorpus c;
-  auto add = [&](int s, int t) {
+  for (const auto& [s, t] : lengths) {
     c.src.push_back(std::vector<int>(size_t(s), 7));
     c.tgt.push_back(std::vector<int>(size_t(t), 8));
     c.line.push_back(int64_t(c.line.size()) + 1);
-  };
-  add(3, 4);   // kept
-  add(0, 2);   // empty
-  add(11, 5);  // too long (src)
-  add(2, 11);  // too long (tgt) -- also a bad ratio, counted once
-  add(1, 4);   // ratio 4 > 3
-  add(2, 6);   // ratio 3: kept
+  }
+  return c;
+}
+}  // namespace
+
+TEST(LengthFilter, CountsEachRule) {
+  const EncodedCorpus c = corpus_of_lengths({
+      {3, 4},   // kept
+      {0, 2},   // empty
+      {11, 5},  // too long (src)
+      {2, 11},  // too long (tgt) -- also a bad ratio, counted once
+      {1, 4},   // ratio 4 > 3
+      {2, 6},   // ratio 3: kept
+  });
   LengthFilter f;
   f.max_src_tokens = 10;
   f.max_tgt_tokens = 10;
@@ -307,6 +316,41 @@ TEST(LengthFilter, CountsEachRule) {
   EXPECT_EQ(kept.line, (std::vector<int64_t>{1, 6}));
   f.max_ratio = 0;  // ratio rule off
   EXPECT_EQ(filter_by_length(c, f).size(), 3);
+}
+
+// Every bound from both sides: a pair exactly at a limit is kept, one token (or
+// one step of ratio) past it dropped; one token is not empty; limits of 1 are
+// valid, 0 is not.
+TEST(LengthFilter, BoundsAreExactOnBothSides) {
+  const EncodedCorpus c = corpus_of_lengths({
+      {10, 10},  // 1: both at the limit: kept
+      {11, 10},  // 2: source one over: too long
+      {10, 11},  // 3: target one over: too long
+      {1, 1},    // 4: one token each: kept
+      {4, 12},   // 5: target over, ratio exactly 3: too long
+      {3, 9},    // 6: ratio exactly 3: kept
+      {9, 3},    // 7: ratio exactly 3 the other way: kept
+      {3, 10},   // 8: ratio 3.33: bad ratio
+      {10, 3},   // 9: ratio 3.33 the other way: bad ratio
+      {0, 1},    // 10: empty source
+      {1, 0},    // 11: empty target
+  });
+  LengthFilter f;
+  f.max_src_tokens = 10;
+  f.max_tgt_tokens = 10;
+  f.max_ratio = 3;
+  FilterReport r;
+  EXPECT_EQ(filter_by_length(c, f, &r).line, (std::vector<int64_t>{1, 4, 6, 7}));
+  EXPECT_EQ(r.too_long, 3);
+  EXPECT_EQ(r.bad_ratio, 2);
+  EXPECT_EQ(r.empty, 2);
+  f.max_src_tokens = f.max_tgt_tokens = 1;  // the smallest limit: only pair 4
+  EXPECT_EQ(filter_by_length(c, f).line, (std::vector<int64_t>{4}));
+  f.max_src_tokens = 0;
+  EXPECT_THROW(filter_by_length(c, f), std::invalid_argument);
+  f.max_src_tokens = 1;
+  f.max_tgt_tokens = 0;
+  EXPECT_THROW(filter_by_length(c, f), std::invalid_argument);
 }
 
 // ---------------------------------------------------------------- batching

@@ -269,6 +269,41 @@ TEST_P(Search, LengthLimitAndOptionErrors) {
   EXPECT_THROW(decode::search(*m, s.src, s.lengths, o), std::logic_error);
 }
 
+// The length limit from both sides: a model that never emits EOS runs every
+// hypothesis to exactly max(1, floor(ratio * src_len) + offset) tokens (not one
+// fewer, not one more), unfinished; one that always emits EOS ends at its first
+// step, also when the limit is that one step (the EOS counts towards the limit).
+TEST_P(Search, LengthLimitIsReachedExactly) {
+  for (float eos_bias : {-1e4f, 1e4f}) {
+    auto m = make(GetParam(), 5);
+    bool found = false;
+    for (auto& [name, p] : m->named_parameters())
+      if (name == "output.bias") p.data()[data::kEos] = eos_bias, found = true;
+    ASSERT_TRUE(found);
+    Sources s = random_sources(6, 29, m->config().src_vocab);
+    for (int beam : {1, 3})
+      for (auto [ratio, offset] : {std::pair<double, int64_t>{1.5, 1}, {0.5, 2}, {0.0, 1}, {0.0, 0}}) {
+        decode::SearchOptions o;
+        o.beam = beam;
+        o.nbest = eos_bias < 0 && beam > 1 ? 2 : 1;
+        o.max_len_ratio = ratio;
+        o.max_len_offset = offset;
+        const auto results = decode::search(*m, s.src, s.lengths, o);
+        for (size_t b = 0; b < results.size(); ++b) {
+          const size_t limit = size_t(std::max<int64_t>(1, int64_t(ratio * double(s.lengths[b])) + offset));
+          SCOPED_TRACE("beam " + std::to_string(beam) + ", sentence " + std::to_string(b) + ", limit " +
+                       std::to_string(limit) + ", EOS bias " + std::to_string(eos_bias));
+          ASSERT_EQ(results[b].hypotheses.size(), size_t(o.nbest));
+          for (const auto& h : results[b].hypotheses) {
+            EXPECT_EQ(h.finished, eos_bias > 0);
+            EXPECT_EQ(h.tokens.size(), eos_bias > 0 ? 0 : limit);
+            EXPECT_EQ(h.attention.size(), (h.tokens.size() + h.finished) * size_t(s.lengths[b]));
+          }
+        }
+      }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, Search, ::testing::Values(models::ModelType::RnnSearch, models::ModelType::Luong),
                          [](const ::testing::TestParamInfo<models::ModelType>& i) {
                            return std::string(models::name(i.param));

@@ -13,6 +13,8 @@
 #include "attn/models/rnnsearch_decoder.h"
 #include "attn/nn/rnn.h"
 #include "attn/models/seq2seq.h"
+#include "attention_reference.h"
+#include "compare.h"
 #include "gradcheck.h"
 
 namespace attn::testing {
@@ -64,18 +66,9 @@ TEST(OutputCrossEntropy, MatchesLinearPlusCrossEntropy) {
     Tensor ref = cross_entropy(linear(x, W, b), t, o);
     backward(affine(ref, 0.5f));
     EXPECT_NEAR(fused.item(), ref.item(), 1e-5 * std::abs(ref.item()));
-    auto close = [](const Tensor& a, const Tensor& r, const char* what) {
-      ASSERT_EQ(a.shape(), r.shape()) << what;
-      double worst = 0, scale = 0;
-      for (int64_t i = 0; i < a.numel(); ++i) {
-        worst = std::max(worst, double(std::abs(a.data()[i] - r.data()[i])));
-        scale = std::max(scale, double(std::abs(r.data()[i])));
-      }
-      EXPECT_LE(worst, 1e-4 * scale) << what;
-    };
-    close(gx, x.grad(), "dx");
-    close(gW, W.grad(), "dW");
-    if (with_bias) close(gb, b.grad(), "db");
+    EXPECT_NORMWISE_CLOSE(gx, x.grad(), 1e-4, "dx");
+    EXPECT_NORMWISE_CLOSE(gW, W.grad(), 1e-4, "dW");
+    if (with_bias) EXPECT_NORMWISE_CLOSE(gb, b.grad(), 1e-4, "db");
   }
   NoGradGuard ng;  // without grad mode: the loss alone
   Tensor x = randn({5, 4}, rng), W = randn({11, 4}, rng);
@@ -101,9 +94,62 @@ ATTN_GRADCHECK_CASE({"rnnsearch_decoder", "attention size 17 (vector path), stat
                      {{2, 3, 2}, {3, 3, 17}, {3, 3, 3}, {3, 4}, {17, 4}, {17}, {12, 5}, {12, 4}, {12}, {12}},
                      [](const T& x) { return fused_loop(x, Tensor::from({3.0f, 1.0f, 2.0f}, {3})).states; }});
 
-// The fused loop computes what T steps of additive_step + concat + gru compute,
-// forward and every gradient, at sizes that take the threaded and vector paths.
-TEST(RnnSearchDecoder, EqualsTheComposedSteps) {
+// The decoder loop in double (rnnsearch_decoder.h's equations; PyTorch's GRU:
+// r, z, n gate rows of w_ih / w_hh), its attention from attention_reference.h,
+// which shares no kernel with the library: x = the ten inputs of fused_loop.
+// Returns L = sum(states * rs) + sum(contexts * rc), and the states [T, B, Hd]
+// and contexts [T, B, Dv] when asked.
+struct LoopDims {
+  int64_t T, B, E, S, A, Dv, Hd;
+};
+double decoder_reference(const std::vector<std::vector<double>>& x, const std::vector<int64_t>& len, const LoopDims& dims,
+                         const std::vector<double>& rs, const std::vector<double>& rc, std::vector<double>* states = nullptr,
+                         std::vector<double>* contexts = nullptr) {
+  const int64_t Tn = dims.T, B = dims.B, E = dims.E, S = dims.S, A = dims.A, Dv = dims.Dv, Hd = dims.Hd;
+  const auto &emb = x[0], &keys = x[1], &values = x[2], &W1 = x[4], &v = x[5], &wih = x[6], &whh = x[7], &bih = x[8],
+             &bhh = x[9];
+  std::vector<double> s = x[3], qp(static_cast<size_t>(A)), w(static_cast<size_t>(S)), in(static_cast<size_t>(E + Dv)),
+                      gi(static_cast<size_t>(3 * Hd)), gh(static_cast<size_t>(3 * Hd));
+  if (states) states->assign(size_t(Tn * B * Hd), 0.0);
+  if (contexts) contexts->assign(size_t(Tn * B * Dv), 0.0);
+  auto sigmoid = [](double u) { return 1.0 / (1.0 + std::exp(-u)); };
+  double L = 0;
+  for (int64_t t = 0; t < Tn; ++t)
+    for (int64_t b = 0; b < B; ++b) {
+      double* sb = &s[size_t(b * Hd)];
+      for (int64_t a = 0; a < A; ++a) {  // qp = W1 s
+        qp[size_t(a)] = 0;
+        for (int64_t k = 0; k < Hd; ++k) qp[size_t(a)] += W1[size_t(a * Hd + k)] * sb[k];
+      }
+      for (int64_t e = 0; e < E; ++e) in[size_t(e)] = emb[size_t((t * B + b) * E + e)];
+      additive_attend_row(qp.data(), &keys[size_t(b * S * A)], v.data(), A, &values[size_t(b * S * Dv)], Dv,
+                          len[size_t(b)], S, w.data(), &in[size_t(E)]);  // the context lands after the embedding
+      for (int64_t g = 0; g < 3 * Hd; ++g) {
+        gi[size_t(g)] = bih[size_t(g)];
+        gh[size_t(g)] = bhh[size_t(g)];
+        for (int64_t k = 0; k < E + Dv; ++k) gi[size_t(g)] += wih[size_t(g * (E + Dv) + k)] * in[size_t(k)];
+        for (int64_t k = 0; k < Hd; ++k) gh[size_t(g)] += whh[size_t(g * Hd + k)] * sb[k];
+      }
+      for (int64_t k = 0; k < Hd; ++k) {
+        const double r = sigmoid(gi[size_t(k)] + gh[size_t(k)]), z = sigmoid(gi[size_t(Hd + k)] + gh[size_t(Hd + k)]);
+        const double n = std::tanh(gi[size_t(2 * Hd + k)] + r * gh[size_t(2 * Hd + k)]);
+        sb[k] = (1 - z) * n + z * sb[k];
+        L += sb[k] * rs[size_t((t * B + b) * Hd + k)];
+        if (states) (*states)[size_t((t * B + b) * Hd + k)] = sb[k];
+      }
+      for (int64_t d = 0; d < Dv; ++d) {
+        L += in[size_t(E + d)] * rc[size_t((t * B + b) * Dv + d)];
+        if (contexts) (*contexts)[size_t((t * B + b) * Dv + d)] = in[size_t(E + d)];
+      }
+    }
+  return L;
+}
+
+// The fused loop against the double loop at sizes that take the threaded and
+// vector paths: states and contexts element-wise, and each input's gradient
+// along a random direction u against the central difference of the double
+// loop, (L(x + h u) - L(x - h u)) / 2h.
+TEST(RnnSearchDecoder, MatchesDoublePrecisionLoop) {
   const int64_t Tn = 5, B = 40, E = 24, S = 30, A = 32, Dv = 48, Hd = 40;
   Rng rng(9);
   std::vector<Tensor> x = {randn({Tn, B, E}, rng),           randn({B, S, A}, rng),
@@ -112,48 +158,61 @@ TEST(RnnSearchDecoder, EqualsTheComposedSteps) {
                            randn({3 * Hd, E + Dv}, rng, 0.15f), randn({3 * Hd, Hd}, rng, 0.15f),
                            randn({3 * Hd}, rng, 0.1f),       randn({3 * Hd}, rng, 0.1f)};
   for (auto& t : x) t.set_requires_grad(true);
+  std::vector<int64_t> len;
   Tensor lengths = Tensor::empty({B});
-  for (int64_t b = 0; b < B; ++b) lengths.data()[b] = float(1 + (b * 7) % S);
+  for (int64_t b = 0; b < B; ++b) len.push_back(1 + (b * 7) % S), lengths.data()[b] = float(len.back());
   Tensor rs = randn({Tn, B, Hd}, rng), rc = randn({Tn, B, Dv}, rng);
-  // fused
   auto o = fused_loop(x, lengths);
   backward(add(sum_all(mul(o.states, rs)), sum_all(mul(o.contexts, rc))));
-  std::vector<Tensor> g1;
-  for (auto& t : x) {
-    g1.push_back(t.grad());
-    t.zero_grad();
-  }
-  // composed
-  std::vector<Tensor> rows = unbind0(x[0]), states, contexts;
-  Tensor s = x[3];
-  RnnWeights w{x[6], x[7], x[8], x[9]};
-  for (int64_t t = 0; t < Tn; ++t) {
-    auto a = attention::additive_step(s, x[1], x[2], x[4], x[5], lengths);
-    s = gru(reshape(concat({rows[size_t(t)], a.context}, 1), {B, 1, E + Dv}), std::vector<int64_t>(size_t(B), 1), s, w).h_n;
-    states.push_back(reshape(s, {1, B, Hd}));
-    contexts.push_back(reshape(a.context, {1, B, Dv}));
-  }
-  Tensor st = concat(states, 0), ct = concat(contexts, 0);
-  backward(add(sum_all(mul(st, rs)), sum_all(mul(ct, rc))));
-  auto close = [](const Tensor& a, const Tensor& r, const std::string& what) {
-    ASSERT_TRUE(a.defined() && r.defined()) << what;
-    ASSERT_EQ(a.shape(), r.shape()) << what;
-    double worst = 0, scale = 1e-6;
-    for (int64_t i = 0; i < a.numel(); ++i) {
-      worst = std::max(worst, double(std::abs(a.data()[i] - r.data()[i])));
-      scale = std::max(scale, double(std::abs(r.data()[i])));
-    }
-    EXPECT_LE(worst, 2e-5 * scale) << what << " worst " << worst << " scale " << scale;
-  };
-  close(o.states, st, "states");
-  close(o.contexts, ct, "contexts");
+
+  std::vector<std::vector<double>> xd;
+  for (const Tensor& t : x) xd.push_back(to_double(t));
+  const LoopDims dims{Tn, B, E, S, A, Dv, Hd};
+  std::vector<double> st, ct;
+  decoder_reference(xd, len, dims, to_double(rs), to_double(rc), &st, &ct);
+  EXPECT_REL_CLOSE(o.states, to_tensor(st, {Tn, B, Hd}), 1e-4, 1e-2, 0.0, "states");
+  EXPECT_REL_CLOSE(o.contexts, to_tensor(ct, {Tn, B, Dv}), 1e-4, 1e-2, 0.0, "contexts");
   const char* names[] = {"emb", "keys", "values", "s0", "W1", "v", "w_ih", "w_hh", "b_ih", "b_hh"};
-  for (size_t i = 0; i < x.size(); ++i) close(g1[i], x[i].grad(), std::string("d") + names[i]);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const std::vector<double> g = to_double(x[i].grad()), x0 = xd[i];
+    std::vector<double> u(g.size());
+    double ana = 0, mag = 0;  // sum_k g_k u_k and sum_k |g_k u_k|
+    for (size_t k = 0; k < g.size(); ++k) u[k] = rng.normal(), ana += g[k] * u[k], mag += std::abs(g[k] * u[k]);
+    const double h = 1e-4;
+    double L[2];
+    for (int side = 0; side < 2; ++side) {
+      for (size_t k = 0; k < u.size(); ++k) xd[i][k] = x0[k] + (side ? -h : h) * u[k];
+      L[side] = decoder_reference(xd, len, dims, to_double(rs), to_double(rc));
+    }
+    xd[i] = x0;
+    const double num = (L[0] - L[1]) / (2 * h);
+    EXPECT_NEAR(ana, num, 1e-4 * mag) << "d" << names[i] << " along u: analytic " << ana << ", numeric " << num;
+    EXPECT_GT(mag, 1e-3) << names[i];  // a gradient to compare
+  }
   EXPECT_THROW(models::rnnsearch_decoder(x[0], x[1], x[2], Tensor::full({B}, float(S + 1)), x[3],
                                          {x[4], x[5], x[6], x[7], x[8], x[9]}),
                std::invalid_argument);
   EXPECT_THROW(models::rnnsearch_decoder(x[0], x[2], x[1], lengths, x[3], {x[4], x[5], x[6], x[7], x[8], x[9]}),
                std::invalid_argument);
+}
+
+// Source lengths in [0, S] from both sides: S and 0 accepted (a row that sees no
+// key gets zero contexts), S + 1, -1 and 1.5 refused.
+TEST(RnnSearchDecoder, LengthsFromZeroToS) {
+  Rng rng(10);
+  const int64_t Tn = 2, B = 3, E = 2, S = 4, A = 3, Dv = 2, Hd = 2;
+  const std::vector<Tensor> x = {randn({Tn, B, E}, rng), randn({B, S, A}, rng),  randn({B, S, Dv}, rng),
+                                 randn({B, Hd}, rng),    randn({A, Hd}, rng),     randn({A}, rng),
+                                 randn({3 * Hd, E + Dv}, rng), randn({3 * Hd, Hd}, rng), randn({3 * Hd}, rng),
+                                 randn({3 * Hd}, rng)};
+  auto o = fused_loop(x, Tensor::from({float(S), 0.0f, 1.0f}, {B}));
+  for (int64_t t = 0; t < Tn; ++t)
+    for (int64_t d = 0; d < Dv; ++d) {
+      EXPECT_EQ(o.contexts.data()[(t * B + 1) * Dv + d], 0.0f) << "length 0";
+      EXPECT_NE(o.contexts.data()[(t * B + 0) * Dv + d], 0.0f) << "length S";
+    }
+  for (float bad : {float(S + 1), -1.0f, 1.5f})
+    EXPECT_THROW(fused_loop(x, Tensor::from({float(S), bad, 1.0f}, {B})), std::invalid_argument) << "length " << bad;
 }
 
 TEST(ModelConfig, UnknownKeysAndBadValuesNameTheKey) {
@@ -307,8 +366,8 @@ TEST_P(Models, LossGradientsMatchFiniteDifferences) {
       }
       const double num = (lp - lm) / (2 * h), ana = g.data()[i];
       const double err = std::abs(num - ana) / (3e-2 * (std::abs(num) + std::abs(ana)) + 2e-3);
-      if (err > worst) worst = err, worst_where = name + "[" + std::to_string(i) + "] num " + std::to_string(num) +
-                                                 " ana " + std::to_string(ana);
+      if (raise_worst(worst, err))  // a NaN stays the worst
+        worst_where = name + "[" + std::to_string(i) + "] num " + std::to_string(num) + " ana " + std::to_string(ana);
       ++checked;
     }
   }
@@ -343,7 +402,7 @@ TEST_P(Models, StepByStepEqualsTeacherForcing) {
     ASSERT_EQ(o.weights.shape(), (Shape{B, S}));
     for (int64_t i = 0; i < B; ++i) {
       for (int64_t k = 0; k < V; ++k)
-        worst = std::max(worst, double(std::abs(o.log_probs.data()[i * V + k] - ref.data()[(t * B + i) * V + k])));
+        worst = nan_max(worst, std::abs(double(o.log_probs.data()[i * V + k]) - ref.data()[(t * B + i) * V + k]));
       double sum = 0;
       for (int64_t j = 0; j < S; ++j) {
         float w = o.weights.data()[i * S + j];

@@ -14,6 +14,9 @@
 #include "oracle.h"
 
 using namespace attn;
+using attn::testing::compare;
+using attn::testing::nan_max;
+using attn::testing::nan_min;
 using attn::testing::run_oracle;
 
 namespace {
@@ -125,11 +128,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 // ---------------------------------------------------------------- padding
 
-float max_abs_diff(const float* a, const float* b, int64_t n) {
-  float m = 0;
-  for (int64_t i = 0; i < n; ++i) m = std::fmax(m, std::fabs(a[i] - b[i]));
-  return m;
-}
+// max |a - b|, NaN when either side has a NaN (compare.h)
+double max_abs_diff(const float* a, const float* b, int64_t n) { return compare(a, b, n).max_abs; }
 
 // Garbage at padded positions, and more padding appended, change nothing at the
 // valid positions: outputs, h_n, c_n and every gradient are bit-identical
@@ -372,9 +372,9 @@ TEST(RnnModule, TorchParameterNamesAndInit) {
   EXPECT_EQ(m.parameter("weight_ih_l1_reverse").shape(), (Shape{16, 8}));
   EXPECT_EQ(m.parameter("weight_hh_l1").shape(), (Shape{16, 4}));
   // U(-1/sqrt(H), 1/sqrt(H)) = U(-0.5, 0.5), spread over the range
-  float lo = 1, hi = -1;
+  double lo = 1, hi = -1;
   for (auto& [n, p] : params)
-    for (float v : p.to_vector()) lo = std::fmin(lo, v), hi = std::fmax(hi, v);
+    for (float v : p.to_vector()) lo = nan_min(lo, v), hi = nan_max(hi, v);
   EXPECT_GE(lo, -0.5f);
   EXPECT_LE(hi, 0.5f);
   EXPECT_LT(lo, -0.4f);

@@ -11,8 +11,11 @@
 #include "attn/nn/rnn_kernels.h"
 #include "attn/tensor/fast_math.h"
 #include "attn/tensor/random.h"
+#include "compare.h"
 
 using namespace attn;
+using attn::testing::compare;
+using attn::testing::nan_max;
 
 namespace {
 
@@ -23,9 +26,9 @@ TEST(RnnMath, ActivationsWithinFourUlp) {
   double worst_exp = 0, worst_sig = 0, worst_tanh = 0;
   auto check = [&](float x) {
     double e = std::exp(double(x)), s = 1.0 / (1.0 + std::exp(-double(x))), t = std::tanh(double(x));
-    worst_exp = std::fmax(worst_exp, std::fabs(fast_math::fast_exp(x) - e) / e);
-    worst_sig = std::fmax(worst_sig, std::fabs(fast_math::fast_sigmoid(x) - s) / s);
-    if (x != 0.0f) worst_tanh = std::fmax(worst_tanh, std::fabs(fast_math::fast_tanh(x) - t) / std::fabs(t));
+    worst_exp = nan_max(worst_exp, std::fabs(fast_math::fast_exp(x) - e) / e);
+    worst_sig = nan_max(worst_sig, std::fabs(fast_math::fast_sigmoid(x) - s) / s);
+    if (x != 0.0f) worst_tanh = nan_max(worst_tanh, std::fabs(fast_math::fast_tanh(x) - t) / std::fabs(t));
   };
   for (int i = -300000; i <= 300000; ++i) check(float(i) * 1e-4f);
   for (float x = 1e-30f; x < 1e-3f; x *= 1.37f) check(x), check(-x);
@@ -50,11 +53,8 @@ std::vector<float> random_vec(int64_t n, Rng& rng, float scale) {
 // order 1, so the pre-activation sums (and h' = n + z (h - n)) carry rounding
 // of ~1e-7 absolute, which near a zero result is no relative bound at all (and
 // the compiler may contract a*b+c into an FMA in one instantiation only).
-double max_rel(const std::vector<float>& a, const std::vector<float>& b) {
-  double w = 0;
-  for (size_t i = 0; i < a.size(); ++i) w = std::fmax(w, std::fabs(a[i] - b[i]) / (std::fabs(b[i]) + 1.0));
-  return w;
-}
+// NaN on either side fails (compare.h).
+double max_rel(const std::vector<float>& a, const std::vector<float>& b) { return compare(a, b, 0.0, 1.0).max_rel; }
 
 // n = 70 rows, H = 67 (not a multiple of the SIMD width: tails run too). The
 // fast kernel runs in two calls over the hidden slices [0, 32) and [32, 67), as

@@ -352,11 +352,28 @@ TEST(RnnSearchSearchStep, RejectsBadInput) {
   auto dec = model->decoder(e.memory, 4);
   models::DecoderState s;
   s.tensors = {Tensor::zeros({2, 40})};
+  // each range from both sides: the last value inside accepted, one past it (either end) refused
   EXPECT_THROW(dec->step({0, 2}, s, {1, 1}, 1), std::invalid_argument);    // sentence 2 of 2
-  EXPECT_THROW(dec->step({0, 1}, s, {1, 101}, 1), std::invalid_argument);  // token outside V
-  EXPECT_THROW(dec->step({0, 1}, s, {1, 1}, 102), std::invalid_argument);  // k > V
+  EXPECT_THROW(dec->step({-1, 1}, s, {1, 1}, 1), std::invalid_argument);   // sentence -1
+  EXPECT_NO_THROW(dec->step({1, 1}, s, {1, 1}, 3));                        // sentence B - 1
+  EXPECT_THROW(dec->step({0, 1}, s, {1, 101}, 1), std::invalid_argument);  // token V
+  EXPECT_THROW(dec->step({0, 1}, s, {-1, 1}, 1), std::invalid_argument);   // token -1
+  EXPECT_NO_THROW(dec->step({0, 1}, s, {0, 100}, 1));                      // tokens 0 and V - 1
+  EXPECT_THROW(dec->step({0, 1}, s, {1, 1}, 102), std::invalid_argument);  // k = V + 1
+  EXPECT_THROW(dec->step({0, 1}, s, {1, 1}, 0), std::invalid_argument);    // k = 0
+  EXPECT_EQ(dec->step({0, 1}, s, {1, 1}, 101).tokens.size(), 2u * 101u);   // k = V: every token
   EXPECT_THROW(dec->step({0}, s, {1}, 1), std::invalid_argument);          // state rows != rows
-  EXPECT_NO_THROW(dec->step({1, 1}, s, {1, 1}, 3));
+  // the memory's source lengths: [0, S]
+  for (float bad : {4.0f, -1.0f, 1.5f}) {
+    models::EncoderMemory m = e.memory;
+    m.lengths = Tensor::from({3.0f, bad}, {2});
+    EXPECT_THROW(model->decoder(m, 4), std::invalid_argument) << "length " << bad;
+  }
+  for (float fine : {3.0f, 0.0f}) {
+    models::EncoderMemory m = e.memory;
+    m.lengths = Tensor::from({3.0f, fine}, {2});
+    EXPECT_NO_THROW(model->decoder(m, 4)) << "length " << fine;
+  }
   model->train(true);
   EXPECT_THROW(model->decoder(e.memory, 4), std::logic_error);
 }

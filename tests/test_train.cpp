@@ -37,43 +37,13 @@ const Tensor* find(const nn::NamedTensors& ts, const std::string& name) {
   return nullptr;
 }
 
-// max |a - b| / max |b|: the error relative to the tensor's scale. Elementwise
-// relative error is the wrong yardstick here: an element that cancels to near
-// zero (a momentum buffer of 0.0025 built from +-1 gradients) carries the
-// absolute rounding error of the O(1) terms it came from, ~1e-7, which is 4e-5
-// of itself, however the update is written; fp32 rounding order (fused
-// multiply-add or not) differs between torch's kernels and ours.
-double normwise_rel(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  if (a.shape() != b.shape()) return 1e30;
-  double diff = 0, scale = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    double d = std::fabs(double(a.data()[i]) - double(b.data()[i]));
-    if (!(d <= diff)) diff = d;  // NaN propagates
-    scale = std::fmax(scale, std::fabs(double(b.data()[i])));
-  }
-  return diff / (scale > 0 ? scale : 1.0);
-}
-
-#define EXPECT_NORMWISE_CLOSE(a, b, tol, what)                                                 \
-  do {                                                                                         \
-    double _d = normwise_rel((a), (b));                                                        \
-    EXPECT_LE(_d, (tol)) << (what) << ": max|diff|/max|ref| " << _d << ", " << worst_element((a), (b)); \
-  } while (0)
-
-// The element with the largest relative difference (floor 1e-3, as EXPECT_CLOSE), for failure messages.
-std::string worst_element(const Tensor& a, const Tensor& b) {
-  if (a.shape() != b.shape()) return "shapes differ";
-  int64_t wi = 0;
-  double w = -1;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    double d = std::fabs(double(a.data()[i]) - double(b.data()[i])) / (std::fabs(double(b.data()[i])) + 1e-3);
-    if (d > w) w = d, wi = i;
-  }
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "worst at %lld: ours %.9g, torch %.9g", (long long)wi, a.data()[wi], b.data()[wi]);
-  return buf;
-}
+// EXPECT_NORMWISE_CLOSE (compare.h), max |a - b| / max |b|: the error relative
+// to the tensor's scale. Elementwise relative error is the wrong yardstick
+// here: an element that cancels to near zero (a momentum buffer of 0.0025
+// built from +-1 gradients) carries the absolute rounding error of the O(1)
+// terms it came from, ~1e-7, which is 4e-5 of itself, however the update is
+// written; fp32 rounding order (fused multiply-add or not) differs between
+// torch's kernels and ours.
 
 int64_t decode_count(const Tensor& t) { return int64_t(t.data()[0]) * (int64_t(1) << 24) + int64_t(t.data()[1]); }
 
