@@ -278,7 +278,7 @@ TEST_P(Search, LengthLimitIsReachedExactly) {
     auto m = make(GetParam(), 5);
     bool found = false;
     for (auto& [name, p] : m->named_parameters())
-      if (name == "output.bias") p.data()[data::kEos] = eos_bias, found = true;
+      if (name == "output.bias") p.data()[data::SpecialIds{}.eos] = eos_bias, found = true;
     ASSERT_TRUE(found);
     Sources s = random_sources(6, 29, m->config().src_vocab);
     for (int beam : {1, 3})
