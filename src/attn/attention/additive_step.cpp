@@ -7,11 +7,11 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "attn/attention/checks.h"
 #include "attn/attention/additive_kernels.h"
-#include "attn/attention/simd.h"
+#include "attn/attention/checks.h"
 #include "attn/attention/tile_gemm.h"
 #include "attn/attention/transpose.h"
+#include "attn/simd/vec.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "attn/attention/simd.h"
 #include "attn/models/vocab_topk.h"
+#include "attn/simd/math.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
 
@@ -24,7 +24,7 @@ struct RowLoss {
 
 // Softmax of one row in place (row becomes p), returning what the loss needs.
 RowLoss softmax_row(float* row, int64_t V) {
-  using namespace attention::simd;
+  using namespace simd;
   const float mx = max_of(row, V);
   vf vs = zero(), vsum = zero();
   const vf vm = set1(mx);
@@ -32,7 +32,7 @@ RowLoss softmax_row(float* row, int64_t V) {
   for (; i + kLanes <= V; i += kLanes) {
     vf x = load(row + i);
     vsum = add(vsum, x);
-    vf e = attention::simd::exp(sub(x, vm));
+    vf e = simd::exp(sub(x, vm));
     store(row + i, e);
     vs = add(vs, e);
   }

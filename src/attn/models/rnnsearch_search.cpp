@@ -12,12 +12,11 @@
 #include <string>
 
 #include "attn/attention/additive_kernels.h"
-#include "attn/attention/simd.h"
 #include "attn/models/model_parts.h"
 #include "attn/models/vocab_topk.h"
 #include "attn/nn/rnn_kernels.h"
-#include "attn/tensor/fast_math.h"
 #include "attn/nn/step_linear.h"
+#include "attn/simd/math.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
 
@@ -27,7 +26,7 @@ namespace {
 std::string shp(const Tensor& t) { return t.defined() ? t.shape().str() : "undefined"; }
 
 // GCC 12 reports the _mm256_undefined_pd() operand inside _mm512_reduce_add_ps
-// as uninitialised where it inlines here (the false positive simd.h describes).
+// as uninitialised where it inlines here (the false positive simd/vec.h describes).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
@@ -47,7 +46,7 @@ struct Stats {
   float max, sum;
 };
 Stats bias_max_sumexp(float* x, const float* b, int64_t n) {
-  using namespace attention::simd;
+  using namespace simd;
   int64_t j = 0;
   vf vmx = set1(-std::numeric_limits<float>::infinity());
   for (; j + kLanes <= n; j += kLanes) {
@@ -59,7 +58,7 @@ Stats bias_max_sumexp(float* x, const float* b, int64_t n) {
   for (int64_t t = j; t < n; ++t) mx = std::max(mx, x[t] += b ? b[t] : 0.0f);
   const vf vm = set1(mx);
   vf vs = zero();
-  for (j = 0; j + kLanes <= n; j += kLanes) vs = add(vs, attention::simd::exp(sub(load(x + j), vm)));
+  for (j = 0; j + kLanes <= n; j += kLanes) vs = add(vs, simd::exp(sub(load(x + j), vm)));
   float sum = reduce_add(vs);
   for (; j < n; ++j) sum += std::exp(x[j] - mx);
   return {mx, sum};
@@ -67,13 +66,13 @@ Stats bias_max_sumexp(float* x, const float* b, int64_t n) {
 
 // log sum exp of a row from its tiles' (max, sum exp(x - max)), combined in tile order.
 float lse_of_tiles(const float* tmax, const float* tsum, int64_t n) {
-  using namespace attention::simd;
+  using namespace simd;
   const float mx = max_of(tmax, n);
   const vf vm = set1(mx);
   vf vs = zero();
   int64_t j = 0;
   for (; j + kLanes <= n; j += kLanes)
-    vs = fmadd(load(tsum + j), attention::simd::exp(sub(load(tmax + j), vm)), vs);
+    vs = fmadd(load(tsum + j), simd::exp(sub(load(tmax + j), vm)), vs);
   float sum = reduce_add(vs);
   for (; j < n; ++j) sum += tsum[j] * std::exp(tmax[j] - mx);
   return mx + std::log(sum);
@@ -350,7 +349,7 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
       for (int64_t i = 0; i < N; ++i) {
         float* row = tt + i * R;
 #pragma omp simd
-        for (int64_t c = c0; c < c1; ++c) row[c] = fast_math::fast_tanh(row[c]);
+        for (int64_t c = c0; c < c1; ++c) row[c] = simd::tanh(row[c]);
       }
     }
     // 6. logits = t W_y^T + b_y, tile by tile (rows x 128 logits, in L1): each tile's max and
