@@ -23,8 +23,6 @@
 namespace attn::models {
 namespace {
 
-std::string shp(const Tensor& t) { return t.defined() ? t.shape().str() : "undefined"; }
-
 // GCC 12 reports the _mm256_undefined_pd() operand inside _mm512_reduce_add_ps
 // as uninitialised where it inlines here (the false positive simd/vec.h describes).
 #if defined(__GNUC__) && !defined(__clang__)
@@ -71,15 +69,11 @@ float lse_of_tiles(const float* tmax, const float* tsum, int64_t n) {
   const vf vm = set1(mx);
   vf vs = zero();
   int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    vs = fmadd(load(tsum + j), simd::exp(sub(load(tmax + j), vm)), vs);
+  for (; j + kLanes <= n; j += kLanes) vs = fmadd(load(tsum + j), simd::exp(sub(load(tmax + j), vm)), vs);
   float sum = reduce_add(vs);
   for (; j < n; ++j) sum += tsum[j] * std::exp(tmax[j] - mx);
   return mx + std::log(sum);
 }
-
-// bias [n] or undefined (zeros) -> a defined copy
-Tensor bias_or_zeros(const Tensor& b, int64_t n) { return b.defined() ? b.detach().clone() : Tensor::zeros({n}); }
 
 struct RnnSearchPrepared final : PreparedDecoder {
   int64_t V, E, A, Hd, G, Dv, R;
@@ -150,14 +144,15 @@ std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearch
   }
   if (!ok)
     throw std::invalid_argument(
-        "rnnsearch decoder: embed " + shp(w.embed) + ", W_a " + shp(w.W_a) + ", v " + shp(w.v) + ", w_ih " +
-        shp(w.w_ih) + ", w_hh " + shp(w.w_hh) + ", w_o " + shp(w.w_o) + ", w_y " + shp(w.w_y) +
+        "rnnsearch decoder: embed " + shape_str(w.embed) + ", W_a " + shape_str(w.W_a) + ", v " + shape_str(w.v) +
+        ", w_ih " + shape_str(w.w_ih) + ", w_hh " + shape_str(w.w_hh) + ", w_o " + shape_str(w.w_o) + ", w_y " +
+        shape_str(w.w_y) +
         " (expects embed [V, E], W_a [A, Hd], v [A], w_ih [3Hd, E + Dv], w_hh [3Hd, Hd], w_o [R, Hd + Dv + E], "
         "w_y [V, R], biases of the output sizes)");
   const int64_t V = p->V, E = p->E, G = p->G, R = p->R, Hd = p->Hd, Dv = p->Dv;
   const bool packed = packing == StepPacking::Packed;
   p->v = w.v.detach().clone();
-  p->b_hh = bias_or_zeros(w.b_hh, G);
+  p->b_hh = or_zeros(w.b_hh, {G}).detach().clone();
   if (w.b_y.defined()) p->b_y = w.b_y.detach().clone();
   p->zeros_g = Tensor::zeros({G});
   p->q = nn::StepLinear(w.W_a.detach().clone(), packed);
@@ -166,7 +161,7 @@ std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearch
   p->o = nn::StepLinear(detail::columns(w.w_o, 0, Hd + Dv), packed);
   p->y = nn::StepLinear(w.w_y.detach().clone(), packed);
   p->folded = fold && V * (G + R) <= kMaxFoldedFloats;
-  const Tensor b_ih = bias_or_zeros(w.b_ih, G), b_o = bias_or_zeros(w.b_o, R);
+  const Tensor b_ih = or_zeros(w.b_ih, {G}).detach().clone(), b_o = or_zeros(w.b_o, {R}).detach().clone();
   if (p->folded) {
     // T_ih = E W_ih[:, :E]^T + b_ih and T_o = E W_o[:, Hd+Dv:]^T + b_o: two GEMMs over the vocabulary, once
     p->t_ih = Tensor::empty({V, G});
@@ -196,18 +191,12 @@ RnnSearchStepDecoder::RnnSearchStepDecoder(std::shared_ptr<const RnnSearchPrepar
                   fits(keys_, {keys_.size(0), keys_.size(1), A_}) &&
                   fits(values_, {keys_.size(0), keys_.size(1), Dv_}) && fits(m.lengths, {keys_.size(0)});
   if (!ok)
-    throw std::invalid_argument("rnnsearch decoder: keys " + shp(keys_) + ", values " + shp(values_) + ", lengths " +
-                                shp(m.lengths) + " (expects keys [B, S, " + std::to_string(A_) + "], values [B, S, " +
-                                std::to_string(Dv_) + "], lengths [B])");
+    throw std::invalid_argument("rnnsearch decoder: keys " + shape_str(keys_) + ", values " + shape_str(values_) +
+                                ", lengths " + shape_str(m.lengths) + " (expects keys [B, S, " + std::to_string(A_) +
+                                "], values [B, S, " + std::to_string(Dv_) + "], lengths [B])");
   B_ = keys_.size(0), S_ = keys_.size(1);
   Xo_ = Hd_ + Dv_;
-  for (int64_t b = 0; b < B_; ++b) {
-    const float l = m.lengths.data()[b];
-    if (!(l >= 0.0f && l <= float(S_)) || l != std::floor(l))
-      throw std::invalid_argument("rnnsearch decoder: length " + std::to_string(l) + " outside [0, " +
-                                  std::to_string(S_) + "]");
-    len_.push_back(int64_t(l));
-  }
+  len_ = lengths_in_range("rnnsearch decoder", "lengths", m.lengths, S_);
   macs_per_row_ = A_ * Hd_ + G_ * Hd_ + G_ * Dv_ + R_ * Xo_ + V_ * R_ + S_ * (A_ + Dv_) +
                   (p_->folded ? 0 : E_ * (G_ + R_));
   tiles_ = (p_->y.units() + kTileUnits - 1) / kTileUnits;
