@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "attn/models/config_reader.h"
+#include "attn/config/object_reader.h"
 
 namespace attn::models {
 namespace {
