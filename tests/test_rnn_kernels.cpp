@@ -9,7 +9,7 @@
 
 #include "attn/nn/rnn_gemm.h"
 #include "attn/nn/rnn_kernels.h"
-#include "attn/tensor/fast_math.h"
+#include "attn/simd/math.h"
 #include "attn/tensor/random.h"
 #include "compare.h"
 
@@ -26,9 +26,9 @@ TEST(RnnMath, ActivationsWithinFourUlp) {
   double worst_exp = 0, worst_sig = 0, worst_tanh = 0;
   auto check = [&](float x) {
     double e = std::exp(double(x)), s = 1.0 / (1.0 + std::exp(-double(x))), t = std::tanh(double(x));
-    worst_exp = nan_max(worst_exp, std::fabs(fast_math::fast_exp(x) - e) / e);
-    worst_sig = nan_max(worst_sig, std::fabs(fast_math::fast_sigmoid(x) - s) / s);
-    if (x != 0.0f) worst_tanh = nan_max(worst_tanh, std::fabs(fast_math::fast_tanh(x) - t) / std::fabs(t));
+    worst_exp = nan_max(worst_exp, std::fabs(simd::exp(x) - e) / e);
+    worst_sig = nan_max(worst_sig, std::fabs(simd::sigmoid(x) - s) / s);
+    if (x != 0.0f) worst_tanh = nan_max(worst_tanh, std::fabs(simd::tanh(x) - t) / std::fabs(t));
   };
   for (int i = -300000; i <= 300000; ++i) check(float(i) * 1e-4f);
   for (float x = 1e-30f; x < 1e-3f; x *= 1.37f) check(x), check(-x);
@@ -37,9 +37,9 @@ TEST(RnnMath, ActivationsWithinFourUlp) {
   EXPECT_LE(worst_tanh / ulp, 4.0);
   // saturation: no NaN or overflow far out
   for (float x : {-1e4f, -100.0f, -88.5f, 88.5f, 100.0f, 1e4f}) {
-    EXPECT_TRUE(std::isfinite(fast_math::fast_exp(x)));
-    EXPECT_NEAR(fast_math::fast_sigmoid(x), x > 0 ? 1.0f : 0.0f, 1e-30f);
-    EXPECT_EQ(fast_math::fast_tanh(x), x > 0 ? 1.0f : -1.0f);
+    EXPECT_TRUE(std::isfinite(simd::exp(x)));
+    EXPECT_NEAR(simd::sigmoid(x), x > 0 ? 1.0f : 0.0f, 1e-30f);
+    EXPECT_EQ(simd::tanh(x), x > 0 ? 1.0f : -1.0f);
   }
 }
 

@@ -18,7 +18,7 @@
 #include "attn/eval/bleu.h"
 #include "attn/tensor/safetensors.h"
 #include "attn/tensor/threading.h"
-#include "attn/train/model_dir.h"
+#include "attn/decode/model_dir.h"
 #include "attn/train/mt_trainer.h"
 #include "toy_run.h"
 #include "train_test_util.h"
@@ -60,7 +60,7 @@ TEST(TranslationE2E, ToyTaskTrainsTranslatesAndBeatsTheBleuFloor) {
   EXPECT_EQ(valid_lines, 5);
 
   // the run directory alone translates the held-out test set
-  train::TranslationModel tm = train::load_translation_model(out);
+  decode::TranslationModel tm = decode::load_translation_model(out);
   decode::TranslateOptions o;
   o.search.beam = 1;
   const double greedy = bleu_of(decode::translate_lines(*tm.model, *tm.src_vocab, *tm.tgt_vocab, test.src, o), test.tgt);

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "attn/attention/simd.h"
+#include "attn/simd/math.h"
 
 #if defined(__SSE__)
 #include <xmmintrin.h>
@@ -38,7 +38,7 @@ inline float score_row(const float* qp, const float* kp, const float* v, int64_t
   int64_t line = 0;
   for (; a + kLanes <= A; a += kLanes, line += per_iter) {
     prefetch_l2(pfc, line, std::min(lines, line + per_iter));
-    acc = fmadd(load(v + a), simd::tanh(add(load(qp + a), load(kp + a))), acc);
+    acc = fmadd(load(v + a), simd::tanh_rational(add(load(qp + a), load(kp + a))), acc);
   }
   if (line < lines) prefetch_l2(pfc, line, lines);
   float s = reduce_add(acc);
@@ -54,7 +54,7 @@ inline void score_row_backward(const float* qp, const float* kp, const float* v,
   const vf vde = set1(de), one = set1(1.0f);
   int64_t a = 0;
   for (; a + kLanes <= A; a += kLanes) {
-    vf t = simd::tanh(add(load(qp + a), load(kp + a)));
+    vf t = simd::tanh_rational(add(load(qp + a), load(kp + a)));
     vf dz = mul(mul(vde, load(v + a)), sub(one, mul(t, t)));
     store(dkp + a, accumulate_dkp ? add(load(dkp + a), dz) : dz);
     store(dqp + a, add(load(dqp + a), dz));

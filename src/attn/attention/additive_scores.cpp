@@ -18,8 +18,8 @@ Tensor fused_additive_scores(const Tensor& qa, const Tensor& ka, const Tensor& v
   bool ok = qa.defined() && ka.defined() && v.defined() && qa.dim() == 4 && ka.dim() == 4 && v.dim() == 1 &&
             qa.size(0) == ka.size(0) && qa.size(1) == ka.size(1) && qa.size(3) == v.size(0) && ka.size(3) == v.size(0);
   if (!ok)
-    throw std::invalid_argument("fused_additive_scores: qa " + detail::shp(qa) + ", ka " + detail::shp(ka) + ", v " +
-                                detail::shp(v) + " (expects qa [B, H, Lq, A], ka [B, H, Lk, A], v [A])");
+    throw std::invalid_argument("fused_additive_scores: qa " + shape_str(qa) + ", ka " + shape_str(ka) + ", v " +
+                                shape_str(v) + " (expects qa [B, H, Lq, A], ka [B, H, Lk, A], v [A])");
   const int64_t B = qa.size(0), H = qa.size(1), Lq = qa.size(2), Lk = ka.size(2), A = v.size(0), BH = B * H;
   Tensor e = Tensor::empty({B, H, Lq, Lk});
   const float *pq = qa.data(), *pk = ka.data(), *pv = v.data();

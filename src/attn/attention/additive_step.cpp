@@ -7,11 +7,11 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "attn/attention/checks.h"
 #include "attn/attention/additive_kernels.h"
-#include "attn/attention/simd.h"
+#include "attn/attention/checks.h"
 #include "attn/attention/tile_gemm.h"
 #include "attn/attention/transpose.h"
+#include "attn/simd/vec.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
 
@@ -19,7 +19,6 @@ namespace attn::attention {
 namespace {
 using detail::attend_row;
 using detail::score_row_backward;
-using detail::shp;
 
 // qp [B, A] = query [B, Qd] W1^T, W1 [A, Qd].
 //
@@ -68,7 +67,7 @@ Tensor project_query(const Tensor& query, const Tensor& W1) {
 
 Tensor project_keys(const Tensor& keys, const Tensor& W2, const Tensor& bias) {
   if (!keys.defined() || keys.dim() != 3)
-    throw std::invalid_argument("project_keys: keys " + shp(keys) + " (expects [B, Lk, Dk])");
+    throw std::invalid_argument("project_keys: keys " + shape_str(keys) + " (expects [B, Lk, Dk])");
   return linear(keys, W2, bias);
 }
 
@@ -82,9 +81,10 @@ AdditiveStepOutput additive_step(const Tensor& query, const Tensor& keys_proj, c
          keys_proj.size(2) == A && W1.size(0) == A && W1.size(1) == query.size(1);
   }
   if (!ok)
-    throw std::invalid_argument("additive_step: query " + shp(query) + ", keys_proj " + shp(keys_proj) + ", values " +
-                                shp(values) + ", W1 " + shp(W1) + ", v " + shp(v) +
-                                " (expects query [B, Qd], keys_proj [B, Lk, A], values [B, Lk, Dv], W1 [A, Qd], v [A])");
+    throw std::invalid_argument(
+        "additive_step: query " + shape_str(query) + ", keys_proj " + shape_str(keys_proj) + ", values " +
+        shape_str(values) + ", W1 " + shape_str(W1) + ", v " + shape_str(v) +
+        " (expects query [B, Qd], keys_proj [B, Lk, A], values [B, Lk, Dv], W1 [A, Qd], v [A])");
   const int64_t B = query.size(0), Qd = query.size(1), Lk = keys_proj.size(1), A = v.size(0), Dv = values.size(2);
   Mask m;
   m.key_lengths = key_lengths;

@@ -8,7 +8,6 @@
 
 namespace attn::attention {
 namespace {
-using detail::shp;
 
 bool dropout_active(const AttentionOptions& o) { return o.training && o.dropout > 0.0f; }
 
@@ -44,8 +43,8 @@ Tensor combine(const Tensor& a, const Tensor& b) { return a.defined() ? kernels:
 Tensor predicted_positions(const Tensor& q, const Tensor& Wp, const Tensor& vp, const Tensor& key_lengths, int64_t Lk) {
   if (!q.defined() || q.dim() != 4 || !Wp.defined() || !vp.defined() || Wp.dim() != 2 || vp.dim() != 1 ||
       Wp.size(1) != q.size(3) || Wp.size(0) != vp.size(0))
-    throw std::invalid_argument("predicted_positions: q " + shp(q) + ", Wp " + shp(Wp) + ", vp " + shp(vp) +
-                                " (expects q [B, H, Lq, D], Wp [A, D], vp [A])");
+    throw std::invalid_argument("predicted_positions: q " + shape_str(q) + ", Wp " + shape_str(Wp) + ", vp " +
+                                shape_str(vp) + " (expects q [B, H, Lq, D], Wp [A, D], vp [A])");
   const int64_t B = q.size(0), H = q.size(1), Lq = q.size(2), A = vp.size(0);
   Mask m;
   m.key_lengths = key_lengths;
@@ -61,7 +60,7 @@ Tensor predicted_positions(const Tensor& q, const Tensor& Wp, const Tensor& vp, 
 AttentionOutput attend(const Tensor& sc, const Tensor& v, const AttentionOptions& opt, const Tensor& positions) {
   if (!sc.defined() || !v.defined() || sc.dim() != 4 || v.dim() != 4 || sc.size(0) != v.size(0) ||
       sc.size(1) != v.size(1) || sc.size(3) != v.size(2))
-    throw std::invalid_argument("attend: scores " + shp(sc) + " and v " + shp(v) +
+    throw std::invalid_argument("attend: scores " + shape_str(sc) + " and v " + shape_str(v) +
                                 " (expects scores [B, H, Lq, Lk], v [B, H, Lk, Dv])");
   check_dropout("attend", opt);
   const int64_t B = sc.size(0), H = sc.size(1), Lq = sc.size(2), Lk = sc.size(3);
@@ -75,7 +74,7 @@ AttentionOutput attend(const Tensor& sc, const Tensor& v, const AttentionOptions
   } else if (loc.window == Window::LocalPredictive) {
     if (!positions.defined() || positions.shape() != Shape{B, H, Lq})
       throw std::invalid_argument("attend: local-p needs positions [B, H, Lq] = " + Shape{B, H, Lq}.str() + ", got " +
-                                  shp(positions));
+                                  shape_str(positions));
     mask = combine(mask, predictive_window(positions, Lk, loc.half_width));
     // exp(-(j - p)^2 / (2 sigma^2)), sigma = D / 2, differentiable in p
     Tensor j = Tensor::empty({1, 1, 1, Lk});
@@ -118,8 +117,8 @@ AttentionOutput attention(const Tensor& q, const Tensor& k, const Tensor& v, con
     if (const auto* s = std::get_if<ScaledDot>(&score)) f.scale = s->scale ? *s->scale : 1.0f / std::sqrt(float(q.size(3)));
     if (const auto* g = std::get_if<General>(&score)) {
       if (!g->W.defined() || g->W.dim() != 2 || g->W.size(0) != q.size(3) || g->W.size(1) != k.size(3))
-        throw std::invalid_argument("attention: General W " + shp(g->W) + " for q " + shp(q) + " and k " + shp(k) +
-                                    " (expects W [D, Dk])");
+        throw std::invalid_argument("attention: General W " + shape_str(g->W) + " for q " + shape_str(q) + " and k " +
+                                    shape_str(k) + " (expects W [D, Dk])");
       qf = matmul(q, g->W);  // q^T W k = (q W) . k
     }
     if (dropout_active(opt)) {

@@ -14,6 +14,4 @@ void check_mask(const char* fn, const Mask& m, int64_t B, int64_t H, int64_t Lq,
 // Element strides of `keep` read as [B, H, Lq, Lk] (0 on broadcast axes).
 void broadcast_strides4(const Tensor& keep, const int64_t dims[4], int64_t strides[4]);
 
-inline std::string shp(const Tensor& t) { return t.defined() ? t.shape().str() : std::string("(undefined)"); }
-
 }  // namespace attn::attention::detail

@@ -8,9 +8,9 @@
 #include <limits>
 
 #include "attn/attention/dropout_hash.h"
-#include "attn/attention/simd.h"
 #include "attn/attention/tile_gemm.h"
 #include "attn/attention/transpose.h"
+#include "attn/simd/math.h"
 #include "attn/tensor/tensor.h"
 
 namespace attn::attention::flash {

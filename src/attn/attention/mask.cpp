@@ -1,5 +1,4 @@
 // Masks: validation, the combined 0/1 mask tensor, and the dropout pattern.
-#include <cmath>
 #include <stdexcept>
 
 #include "attn/attention/checks.h"
@@ -11,9 +10,9 @@ namespace detail {
 
 void check_qkv(const char* fn, const Tensor& q, const Tensor& k, const Tensor& v, bool same_dim) {
   auto fail = [&](const std::string& why) {
-    throw std::invalid_argument(std::string(fn) + ": " + why + "; got q " + shp(q) + ", k " + shp(k) + ", v " + shp(v) +
-                                " (expects q [B, H, Lq, D], k [B, H, Lk, " + (same_dim ? "D" : "Dk") +
-                                "], v [B, H, Lk, Dv])");
+    throw std::invalid_argument(std::string(fn) + ": " + why + "; got q " + shape_str(q) + ", k " + shape_str(k) +
+                                ", v " + shape_str(v) + " (expects q [B, H, Lq, D], k [B, H, Lk, " +
+                                (same_dim ? "D" : "Dk") + "], v [B, H, Lk, Dv])");
   };
   if (!q.defined() || !k.defined() || !v.defined()) fail("undefined input");
   if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) fail("inputs must be 4-D");
@@ -26,14 +25,9 @@ void check_qkv(const char* fn, const Tensor& q, const Tensor& k, const Tensor& v
 void check_mask(const char* fn, const Mask& m, int64_t B, int64_t H, int64_t Lq, int64_t Lk) {
   if (m.key_lengths.defined()) {
     if (m.key_lengths.dim() != 1 || m.key_lengths.size(0) != B)
-      throw std::invalid_argument(std::string(fn) + ": key_lengths " + shp(m.key_lengths) + " for batch " +
+      throw std::invalid_argument(std::string(fn) + ": key_lengths " + shape_str(m.key_lengths) + " for batch " +
                                   std::to_string(B) + " (expects [B])");
-    for (int64_t b = 0; b < B; ++b) {
-      float n = m.key_lengths.data()[b];
-      if (!(n >= 0.0f && n <= float(Lk)) || n != std::floor(n))
-        throw std::invalid_argument(std::string(fn) + ": key_lengths[" + std::to_string(b) + "] = " +
-                                    std::to_string(n) + " is not an integer in [0, " + std::to_string(Lk) + "]");
-    }
+    lengths_in_range(fn, "key_lengths", m.key_lengths, Lk);
   }
   if (m.keep.defined()) {
     Shape full{B, H, Lq, Lk};
@@ -46,7 +40,7 @@ void check_mask(const char* fn, const Mask& m, int64_t B, int64_t H, int64_t Lq,
       }
     }
     if (!ok)
-      throw std::invalid_argument(std::string(fn) + ": keep mask " + shp(m.keep) + " does not broadcast to " +
+      throw std::invalid_argument(std::string(fn) + ": keep mask " + shape_str(m.keep) + " does not broadcast to " +
                                   full.str() + " [B, H, Lq, Lk]");
   }
 }

@@ -11,7 +11,6 @@ void check_qk(const char* fn, const Tensor& q, const Tensor& k, bool same_dim) {
   // v is not involved: check k against itself as the value
   detail::check_qkv(fn, q, k, k, same_dim);
 }
-std::string s(const Tensor& t) { return detail::shp(t); }
 }  // namespace
 
 Tensor dot_scores(const Tensor& q, const Tensor& k) {
@@ -30,8 +29,8 @@ Tensor scaled_dot_scores(const Tensor& q, const Tensor& k, std::optional<float> 
 Tensor general_scores(const Tensor& q, const Tensor& k, const Tensor& W) {
   check_qk("general_scores", q, k, false);
   if (!W.defined() || W.dim() != 2 || W.size(0) != q.size(3) || W.size(1) != k.size(3))
-    throw std::invalid_argument("general_scores: W " + s(W) + " for q " + s(q) + " and k " + s(k) +
-                                " (expects W [D, Dk])");
+    throw std::invalid_argument("general_scores: W " + shape_str(W) + " for q " + shape_str(q) + " and k " +
+                                shape_str(k) + " (expects W [D, Dk])");
   // e_ij = q_i^T W k_j = (q W)_i . k_j
   return matmul(matmul(q, W), k, false, true);
 }
@@ -43,9 +42,9 @@ Tensor additive_scores(const Tensor& q, const Tensor& k, const Additive& p) {
             p.W2.dim() == 2 && p.W1.size(0) == A && p.W2.size(0) == A && p.W1.size(1) == q.size(3) &&
             p.W2.size(1) == k.size(3) && (!p.bias.defined() || (p.bias.dim() == 1 && p.bias.size(0) == A));
   if (!ok)
-    throw std::invalid_argument("additive_scores: W1 " + s(p.W1) + ", W2 " + s(p.W2) + ", v " + s(p.v) + ", bias " +
-                                s(p.bias) + " for q " + s(q) + " and k " + s(k) +
-                                " (expects W1 [A, D], W2 [A, Dk], v [A], bias [A] or none)");
+    throw std::invalid_argument("additive_scores: W1 " + shape_str(p.W1) + ", W2 " + shape_str(p.W2) + ", v " +
+                                shape_str(p.v) + ", bias " + shape_str(p.bias) + " for q " + shape_str(q) + " and k " +
+                                shape_str(k) + " (expects W1 [A, D], W2 [A, Dk], v [A], bias [A] or none)");
   // e_ij = v^T tanh(W1 q_i + W2 k_j + b)
   return fused_additive_scores(linear(q, p.W1, p.bias), linear(k, p.W2, Tensor()), p.v);
 }
@@ -55,8 +54,8 @@ Tensor concat_scores(const Tensor& q, const Tensor& k, const Concat& p) {
   const int64_t D = q.size(3), Dk = k.size(3);
   if (!p.Wa.defined() || !p.v.defined() || p.Wa.dim() != 2 || p.Wa.size(1) != D + Dk || p.v.dim() != 1 ||
       p.v.size(0) != p.Wa.size(0))
-    throw std::invalid_argument("concat_scores: Wa " + s(p.Wa) + ", v " + s(p.v) + " for q " + s(q) + " and k " +
-                                s(k) + " (expects Wa [A, D + Dk], v [A])");
+    throw std::invalid_argument("concat_scores: Wa " + shape_str(p.Wa) + ", v " + shape_str(p.v) + " for q " +
+                                shape_str(q) + " and k " + shape_str(k) + " (expects Wa [A, D + Dk], v [A])");
   // e_ij = v^T tanh(Wa [q_i; k_j]) = v^T tanh(Wa[:, :D] q_i + Wa[:, D:] k_j): the
   // concatenation is never formed
   return additive_scores(q, k, Additive{slice(p.Wa, 1, 0, D), slice(p.Wa, 1, D, Dk), p.v, Tensor()});

@@ -62,7 +62,7 @@ Tensor sdpa_fused(const Tensor& q, const Tensor& k, const Tensor& v, const Fused
 
 Tensor sdpa_fused_packed(const Tensor& qkv, int64_t heads, const FusedOptions& opt) {
   if (!qkv.defined() || qkv.dim() != 3 || heads <= 0 || qkv.size(2) % (3 * heads) != 0)
-    throw std::invalid_argument("sdpa_fused_packed: qkv " + detail::shp(qkv) + " with " + std::to_string(heads) +
+    throw std::invalid_argument("sdpa_fused_packed: qkv " + shape_str(qkv) + " with " + std::to_string(heads) +
                                 " heads (expects [B, L, 3 H D])");
   const int64_t B = qkv.size(0), L = qkv.size(1), E = qkv.size(2) / 3, D = E / heads;
   flash::Problem p;

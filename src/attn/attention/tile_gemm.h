@@ -12,7 +12,7 @@
 #pragma once
 #include <cstdint>
 
-#include "attn/attention/simd.h"
+#include "attn/simd/vec.h"
 
 namespace attn::attention::detail {
 

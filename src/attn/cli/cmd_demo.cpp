@@ -14,7 +14,7 @@
 #include "attn/decode/alignment.h"
 #include "attn/decode/translator.h"
 #include "attn/eval/bleu.h"
-#include "attn/train/model_dir.h"
+#include "attn/decode/model_dir.h"
 #include "attn/train/mt_trainer.h"
 
 namespace attn::cli {
@@ -91,7 +91,7 @@ std::string attended_words(const decode::Translation& t) {
 }
 
 void show_results(const std::string& run_dir) {
-  const train::TranslationModel tm = train::load_translation_model(run_dir);
+  const decode::TranslationModel tm = decode::load_translation_model(run_dir);
   const data::ParallelCorpus test = data::reversal_corpus(200, 3);
   decode::TranslateOptions o;
   o.search.alignments = true;

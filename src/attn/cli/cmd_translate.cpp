@@ -19,9 +19,9 @@
 #include "attn/cli/commands.h"
 #include "attn/data/line_reader.h"
 #include "attn/decode/alignment.h"
+#include "attn/decode/model_dir.h"
 #include "attn/decode/translator.h"
 #include "attn/tensor/threading.h"
-#include "attn/train/model_dir.h"
 
 namespace attn::cli {
 
@@ -50,7 +50,7 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
   cmd->callback([o] {
     set_num_threads(o->threads);
-    train::TranslationModel tm = train::load_translation_model(o->model, o->weights);
+    decode::TranslationModel tm = decode::load_translation_model(o->model, o->weights);
     std::vector<std::string> lines = o->input.empty() ? read_stdin_lines() : data::read_lines(o->input);
     std::ofstream out_file, align_file;
     if (!o->output.empty()) {

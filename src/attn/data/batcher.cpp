@@ -15,10 +15,7 @@ Batcher::Batcher(const EncodedCorpus& corpus, const BatchOptions& options) : cor
     throw std::invalid_argument("Batcher: need max_tokens >= 2, max_sentences >= 0, sort_window >= 1, got " +
                                 std::to_string(o.max_tokens) + ", " + std::to_string(o.max_sentences) + ", " +
                                 std::to_string(o.sort_window));
-  if (corpus.tgt.size() != corpus.src.size() || corpus.line.size() != corpus.src.size())
-    throw std::invalid_argument("Batcher: corpus has " + std::to_string(corpus.src.size()) + " sources, " +
-                                std::to_string(corpus.tgt.size()) + " targets and " +
-                                std::to_string(corpus.line.size()) + " line numbers");
+  corpus.check_sizes("Batcher");
   for (int64_t i = 0; i < corpus.size(); ++i) {
     if (corpus.src[i].empty())
       throw std::invalid_argument("Batcher: pair at corpus line " + std::to_string(corpus.line[i]) +

@@ -6,6 +6,13 @@
 
 namespace attn::data {
 
+void EncodedCorpus::check_sizes(const char* who) const {
+  if (tgt.size() != src.size() || line.size() != src.size())
+    throw std::invalid_argument(std::string(who) + ": corpus has " + std::to_string(src.size()) + " sources, " +
+                                std::to_string(tgt.size()) + " targets and " + std::to_string(line.size()) +
+                                " line numbers");
+}
+
 EncodedCorpus encode_corpus(const ParallelCorpus& corpus, const SubwordVocab& src_vocab,
                             const SubwordVocab& tgt_vocab) {
   if (corpus.src.size() != corpus.tgt.size())
@@ -24,10 +31,7 @@ EncodedCorpus filter_by_length(const EncodedCorpus& corpus, const LengthFilter& 
     throw std::invalid_argument("filter_by_length: need max_src_tokens, max_tgt_tokens >= 1 and max_ratio >= 0, got " +
                                 std::to_string(f.max_src_tokens) + ", " + std::to_string(f.max_tgt_tokens) + ", " +
                                 std::to_string(f.max_ratio));
-  if (corpus.tgt.size() != corpus.src.size() || corpus.line.size() != corpus.src.size())
-    throw std::invalid_argument("filter_by_length: corpus has " + std::to_string(corpus.src.size()) + " sources, " +
-                                std::to_string(corpus.tgt.size()) + " targets and " +
-                                std::to_string(corpus.line.size()) + " line numbers");
+  corpus.check_sizes("filter_by_length");
   FilterReport r;
   EncodedCorpus out;
   for (int64_t i = 0; i < corpus.size(); ++i) {

@@ -17,6 +17,8 @@ struct EncodedCorpus {
   std::vector<std::vector<int>> tgt;  // [pairs][tgt_len] target ids
   std::vector<int64_t> line;          // [pairs] 1-based line of the pair in the text corpus
   int64_t size() const { return int64_t(src.size()); }
+  // Throws std::invalid_argument naming `who` unless tgt and line have src's size.
+  void check_sizes(const char* who) const;
 };
 
 // Encodes both sides (in parallel, thread-count independent). Use the same

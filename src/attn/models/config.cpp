@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "attn/models/config_reader.h"
+#include "attn/config/object_reader.h"
 
 namespace attn::models {
 namespace {

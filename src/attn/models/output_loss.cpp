@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "attn/attention/simd.h"
 #include "attn/models/vocab_topk.h"
+#include "attn/simd/math.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
 
@@ -24,7 +24,7 @@ struct RowLoss {
 
 // Softmax of one row in place (row becomes p), returning what the loss needs.
 RowLoss softmax_row(float* row, int64_t V) {
-  using namespace attention::simd;
+  using namespace simd;
   const float mx = max_of(row, V);
   vf vs = zero(), vsum = zero();
   const vf vm = set1(mx);
@@ -32,7 +32,7 @@ RowLoss softmax_row(float* row, int64_t V) {
   for (; i + kLanes <= V; i += kLanes) {
     vf x = load(row + i);
     vsum = add(vsum, x);
-    vf e = attention::simd::exp(sub(x, vm));
+    vf e = simd::exp(sub(x, vm));
     store(row + i, e);
     vs = add(vs, e);
   }
@@ -55,9 +55,8 @@ Tensor output_cross_entropy(const Tensor& x, const Tensor& W, const Tensor& b, c
                             const CrossEntropyOptions& opt) {
   if (!x.defined() || !W.defined() || !targets.defined() || x.dim() != 2 || W.dim() != 2 || x.size(1) != W.size(1) ||
       targets.numel() != x.size(0) || (b.defined() && (b.dim() != 1 || b.size(0) != W.size(0))))
-    throw std::invalid_argument("output_cross_entropy: x " + (x.defined() ? x.shape().str() : "?") + ", W " +
-                                (W.defined() ? W.shape().str() : "?") + ", b " + (b.defined() ? b.shape().str() : "none") +
-                                ", targets " + (targets.defined() ? targets.shape().str() : "?") +
+    throw std::invalid_argument("output_cross_entropy: x " + shape_str(x) + ", W " + shape_str(W) + ", b " +
+                                (b.defined() ? b.shape().str() : "none") + ", targets " + shape_str(targets) +
                                 " (expects x [N, R], W [V, R], b [V], targets [N])");
   if (opt.label_smoothing < 0 || opt.label_smoothing >= 1)
     throw std::invalid_argument("output_cross_entropy: label_smoothing outside [0, 1)");
@@ -147,8 +146,7 @@ Tensor output_cross_entropy(const Tensor& x, const Tensor& W, const Tensor& b, c
 
 Tensor log_softmax_rows(const Tensor& logits) {
   if (!logits.defined() || logits.dim() != 2)
-    throw std::invalid_argument("log_softmax_rows: expects logits [N, V], got " +
-                                (logits.defined() ? logits.shape().str() : std::string("undefined")));
+    throw std::invalid_argument("log_softmax_rows: expects logits [N, V], got " + shape_str(logits));
   const int64_t N = logits.size(0), V = logits.size(1);
   Tensor out = Tensor::empty({N, V});
 #pragma omp parallel for schedule(static) if (N * V > kParallelGrain)

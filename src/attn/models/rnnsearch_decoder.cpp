@@ -20,20 +20,6 @@
 namespace attn::models {
 namespace {
 
-std::string shp(const Tensor& t) { return t.defined() ? t.shape().str() : "undefined"; }
-
-// Column sums of a [rows, cols] matrix -> [cols]
-Tensor column_sums(const float* m, int64_t rows, int64_t cols) {
-  Tensor out = Tensor::zeros({cols});
-  float* o = out.data();
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = m + r * cols;
-#pragma omp simd
-    for (int64_t c = 0; c < cols; ++c) o[c] += row[c];
-  }
-  return out;
-}
-
 // c (+)= a W^T for rows i < m over all of lin's outputs, its units split
 // across threads in contiguous ranges.
 void apply_all(const nn::StepLinear& lin, int64_t m, const float* a, int64_t lda, float* c, int64_t ldc,
@@ -66,21 +52,15 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
          (!w.b_ih.defined() || w.b_ih.numel() == d.G) && (!w.b_hh.defined() || w.b_hh.numel() == d.G);
   }
   if (!ok)
-    throw std::invalid_argument("rnnsearch_decoder: emb " + shp(emb) + ", keys " + shp(keys) + ", values " +
-                                shp(values) + ", lengths " + shp(lengths) + ", s0 " + shp(s0) + ", W1 " + shp(w.W1) +
-                                ", v " + shp(w.v) + ", w_ih " + shp(w.w_ih) + ", w_hh " + shp(w.w_hh) +
+    throw std::invalid_argument("rnnsearch_decoder: emb " + shape_str(emb) + ", keys " + shape_str(keys) + ", values " +
+                                shape_str(values) + ", lengths " + shape_str(lengths) + ", s0 " + shape_str(s0) +
+                                ", W1 " + shape_str(w.W1) + ", v " + shape_str(w.v) + ", w_ih " + shape_str(w.w_ih) +
+                                ", w_hh " + shape_str(w.w_hh) +
                                 " (expects emb [T, B, E], keys [B, S, A], values [B, S, Dv], lengths [B], s0 [B, Hd], "
                                 "W1 [A, Hd], v [A], w_ih [3Hd, E + Dv], w_hh [3Hd, Hd])");
   const int64_t T = d.T, B = d.B, E = d.E, S = d.S, A = d.A, Dv = d.Dv, Hd = d.Hd, G = d.G, In = d.In;
-  std::vector<int64_t> len(static_cast<size_t>(B));
-  for (int64_t b = 0; b < B; ++b) {
-    const float l = lengths.data()[b];
-    if (!(l >= 0.0f && l <= float(S)) || l != std::floor(l))
-      throw std::invalid_argument("rnnsearch_decoder: length " + std::to_string(l) + " outside [0, " +
-                                  std::to_string(S) + "]");
-    len[size_t(b)] = int64_t(l);
-  }
-  Tensor b_ih = w.b_ih.defined() ? w.b_ih : Tensor::zeros({G}), b_hh = w.b_hh.defined() ? w.b_hh : Tensor::zeros({G});
+  const std::vector<int64_t> len = lengths_in_range("rnnsearch_decoder", "lengths", lengths, S);
+  Tensor b_ih = or_zeros(w.b_ih, {G}), b_hh = or_zeros(w.b_hh, {G});
 
   DecoderLoopOutput out;
   out.states = Tensor::empty({T, B, Hd});
@@ -244,8 +224,8 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
         Tensor demb = Tensor::empty(emb.shape());
         kernels::gemm(false, false, T * B, E, G, 1.0f, dgx.data(), G, w_ih.data(), In, 0.0f, demb.data(), E);
         Tensor dv = kernels::sum_axis(dv_part, 0, false);
-        Tensor db_ih = has_bih ? column_sums(dgx.data(), T * B, G) : Tensor();
-        Tensor db_hh = has_bhh ? column_sums(dgh.data(), T * B, G) : Tensor();
+        Tensor db_ih = has_bih ? kernels::sum_axis(dgx, 0, false) : Tensor();
+        Tensor db_hh = has_bhh ? kernels::sum_axis(dgh, 0, false) : Tensor();
         return {demb, dkeys, dvalues, dh, dW1, dv, dWih, dWhh, db_ih, db_hh};
       });
   return out;

@@ -12,22 +12,19 @@
 #include <string>
 
 #include "attn/attention/additive_kernels.h"
-#include "attn/attention/simd.h"
 #include "attn/models/model_parts.h"
 #include "attn/models/vocab_topk.h"
 #include "attn/nn/rnn_kernels.h"
-#include "attn/tensor/fast_math.h"
 #include "attn/nn/step_linear.h"
+#include "attn/simd/math.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
 
 namespace attn::models {
 namespace {
 
-std::string shp(const Tensor& t) { return t.defined() ? t.shape().str() : "undefined"; }
-
 // GCC 12 reports the _mm256_undefined_pd() operand inside _mm512_reduce_add_ps
-// as uninitialised where it inlines here (the false positive simd.h describes).
+// as uninitialised where it inlines here (the false positive simd/vec.h describes).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
@@ -47,7 +44,7 @@ struct Stats {
   float max, sum;
 };
 Stats bias_max_sumexp(float* x, const float* b, int64_t n) {
-  using namespace attention::simd;
+  using namespace simd;
   int64_t j = 0;
   vf vmx = set1(-std::numeric_limits<float>::infinity());
   for (; j + kLanes <= n; j += kLanes) {
@@ -59,7 +56,7 @@ Stats bias_max_sumexp(float* x, const float* b, int64_t n) {
   for (int64_t t = j; t < n; ++t) mx = std::max(mx, x[t] += b ? b[t] : 0.0f);
   const vf vm = set1(mx);
   vf vs = zero();
-  for (j = 0; j + kLanes <= n; j += kLanes) vs = add(vs, attention::simd::exp(sub(load(x + j), vm)));
+  for (j = 0; j + kLanes <= n; j += kLanes) vs = add(vs, simd::exp(sub(load(x + j), vm)));
   float sum = reduce_add(vs);
   for (; j < n; ++j) sum += std::exp(x[j] - mx);
   return {mx, sum};
@@ -67,20 +64,16 @@ Stats bias_max_sumexp(float* x, const float* b, int64_t n) {
 
 // log sum exp of a row from its tiles' (max, sum exp(x - max)), combined in tile order.
 float lse_of_tiles(const float* tmax, const float* tsum, int64_t n) {
-  using namespace attention::simd;
+  using namespace simd;
   const float mx = max_of(tmax, n);
   const vf vm = set1(mx);
   vf vs = zero();
   int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    vs = fmadd(load(tsum + j), attention::simd::exp(sub(load(tmax + j), vm)), vs);
+  for (; j + kLanes <= n; j += kLanes) vs = fmadd(load(tsum + j), simd::exp(sub(load(tmax + j), vm)), vs);
   float sum = reduce_add(vs);
   for (; j < n; ++j) sum += tsum[j] * std::exp(tmax[j] - mx);
   return mx + std::log(sum);
 }
-
-// bias [n] or undefined (zeros) -> a defined copy
-Tensor bias_or_zeros(const Tensor& b, int64_t n) { return b.defined() ? b.detach().clone() : Tensor::zeros({n}); }
 
 struct RnnSearchPrepared final : PreparedDecoder {
   int64_t V, E, A, Hd, G, Dv, R;
@@ -151,14 +144,15 @@ std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearch
   }
   if (!ok)
     throw std::invalid_argument(
-        "rnnsearch decoder: embed " + shp(w.embed) + ", W_a " + shp(w.W_a) + ", v " + shp(w.v) + ", w_ih " +
-        shp(w.w_ih) + ", w_hh " + shp(w.w_hh) + ", w_o " + shp(w.w_o) + ", w_y " + shp(w.w_y) +
+        "rnnsearch decoder: embed " + shape_str(w.embed) + ", W_a " + shape_str(w.W_a) + ", v " + shape_str(w.v) +
+        ", w_ih " + shape_str(w.w_ih) + ", w_hh " + shape_str(w.w_hh) + ", w_o " + shape_str(w.w_o) + ", w_y " +
+        shape_str(w.w_y) +
         " (expects embed [V, E], W_a [A, Hd], v [A], w_ih [3Hd, E + Dv], w_hh [3Hd, Hd], w_o [R, Hd + Dv + E], "
         "w_y [V, R], biases of the output sizes)");
   const int64_t V = p->V, E = p->E, G = p->G, R = p->R, Hd = p->Hd, Dv = p->Dv;
   const bool packed = packing == StepPacking::Packed;
   p->v = w.v.detach().clone();
-  p->b_hh = bias_or_zeros(w.b_hh, G);
+  p->b_hh = or_zeros(w.b_hh, {G}).detach().clone();
   if (w.b_y.defined()) p->b_y = w.b_y.detach().clone();
   p->zeros_g = Tensor::zeros({G});
   p->q = nn::StepLinear(w.W_a.detach().clone(), packed);
@@ -167,7 +161,7 @@ std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearch
   p->o = nn::StepLinear(detail::columns(w.w_o, 0, Hd + Dv), packed);
   p->y = nn::StepLinear(w.w_y.detach().clone(), packed);
   p->folded = fold && V * (G + R) <= kMaxFoldedFloats;
-  const Tensor b_ih = bias_or_zeros(w.b_ih, G), b_o = bias_or_zeros(w.b_o, R);
+  const Tensor b_ih = or_zeros(w.b_ih, {G}).detach().clone(), b_o = or_zeros(w.b_o, {R}).detach().clone();
   if (p->folded) {
     // T_ih = E W_ih[:, :E]^T + b_ih and T_o = E W_o[:, Hd+Dv:]^T + b_o: two GEMMs over the vocabulary, once
     p->t_ih = Tensor::empty({V, G});
@@ -197,18 +191,12 @@ RnnSearchStepDecoder::RnnSearchStepDecoder(std::shared_ptr<const RnnSearchPrepar
                   fits(keys_, {keys_.size(0), keys_.size(1), A_}) &&
                   fits(values_, {keys_.size(0), keys_.size(1), Dv_}) && fits(m.lengths, {keys_.size(0)});
   if (!ok)
-    throw std::invalid_argument("rnnsearch decoder: keys " + shp(keys_) + ", values " + shp(values_) + ", lengths " +
-                                shp(m.lengths) + " (expects keys [B, S, " + std::to_string(A_) + "], values [B, S, " +
-                                std::to_string(Dv_) + "], lengths [B])");
+    throw std::invalid_argument("rnnsearch decoder: keys " + shape_str(keys_) + ", values " + shape_str(values_) +
+                                ", lengths " + shape_str(m.lengths) + " (expects keys [B, S, " + std::to_string(A_) +
+                                "], values [B, S, " + std::to_string(Dv_) + "], lengths [B])");
   B_ = keys_.size(0), S_ = keys_.size(1);
   Xo_ = Hd_ + Dv_;
-  for (int64_t b = 0; b < B_; ++b) {
-    const float l = m.lengths.data()[b];
-    if (!(l >= 0.0f && l <= float(S_)) || l != std::floor(l))
-      throw std::invalid_argument("rnnsearch decoder: length " + std::to_string(l) + " outside [0, " +
-                                  std::to_string(S_) + "]");
-    len_.push_back(int64_t(l));
-  }
+  len_ = lengths_in_range("rnnsearch decoder", "lengths", m.lengths, S_);
   macs_per_row_ = A_ * Hd_ + G_ * Hd_ + G_ * Dv_ + R_ * Xo_ + V_ * R_ + S_ * (A_ + Dv_) +
                   (p_->folded ? 0 : E_ * (G_ + R_));
   tiles_ = (p_->y.units() + kTileUnits - 1) / kTileUnits;
@@ -350,7 +338,7 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
       for (int64_t i = 0; i < N; ++i) {
         float* row = tt + i * R;
 #pragma omp simd
-        for (int64_t c = c0; c < c1; ++c) row[c] = fast_math::fast_tanh(row[c]);
+        for (int64_t c = c0; c < c1; ++c) row[c] = simd::tanh(row[c]);
       }
     }
     // 6. logits = t W_y^T + b_y, tile by tile (rows x 128 logits, in L1): each tile's max and

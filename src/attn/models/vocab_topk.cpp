@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "attn/attention/simd.h"
+#include "attn/simd/math.h"
 
 // GCC 12 reports the _mm256_undefined_pd() operand inside _mm512_reduce_add_ps
-// as uninitialised where it inlines here (the false positive simd.h describes).
+// as uninitialised where it inlines here (the false positive simd/vec.h describes).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
@@ -14,12 +14,12 @@
 namespace attn::models {
 
 float log_sum_exp_row(const float* x, int64_t V) {
-  using namespace attention::simd;
+  using namespace simd;
   const float mx = max_of(x, V);
   vf vs = zero();
   const vf vm = set1(mx);
   int64_t i = 0;
-  for (; i + kLanes <= V; i += kLanes) vs = add(vs, attention::simd::exp(sub(load(x + i), vm)));
+  for (; i + kLanes <= V; i += kLanes) vs = add(vs, simd::exp(sub(load(x + i), vm)));
   float s = reduce_add(vs);
   for (; i < V; ++i) s += std::exp(x[i] - mx);
   return mx + std::log(s);
@@ -38,7 +38,7 @@ void TopKList::insert(int token, float y) {
 }
 
 void top_k_add(TopKList& list, const float* x, int64_t count, int first_token, float shift) {
-  using namespace attention::simd;
+  using namespace simd;
   const vf vshift = set1(shift);
   int64_t j = 0;
   alignas(64) float y[kLanes];

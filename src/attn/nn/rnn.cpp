@@ -24,7 +24,7 @@ void check_sizes(const char* who, int64_t input_size, int64_t hidden_size) {
 void check_cell_input(const char* who, const Tensor& x, int64_t input_size) {
   if (!x.defined() || x.dim() != 2 || x.size(1) != input_size)
     throw std::invalid_argument(std::string(who) + ": x must be [batch, " + std::to_string(input_size) + "], got " +
-                                (x.defined() ? x.shape().str() : std::string("undefined")));
+                                shape_str(x));
 }
 
 }  // namespace
@@ -94,7 +94,7 @@ LstmResult RnnStack::run(const Tensor& x, const std::vector<int64_t>& lengths, c
   const int64_t H = opt_.hidden_size, D = opt_.bidirectional ? 2 : 1, L = opt_.num_layers;
   if (!x.defined() || x.dim() != 3 || x.size(2) != opt_.input_size)
     throw std::invalid_argument(std::string(who) + ": x must be [batch, seq_len, " + std::to_string(opt_.input_size) +
-                                "], got " + (x.defined() ? x.shape().str() : std::string("undefined")));
+                                "], got " + shape_str(x));
   const int64_t batch = x.size(0);
   for (const Tensor* s : {&h0, &c0})
     if (s->defined() && s->shape() != Shape{L * D, batch, H})

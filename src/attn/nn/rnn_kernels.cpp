@@ -2,7 +2,7 @@
 // rnn_kernels.h for the equations); the hidden axis is a SIMD loop.
 #include "attn/nn/rnn_kernels.h"
 
-#include "attn/tensor/fast_math.h"
+#include "attn/simd/math.h"
 
 namespace attn::rnn_kernels {
 namespace {
@@ -135,18 +135,18 @@ void lstm_backward_impl(const LstmBackward& a) {
 void gru_forward(const GruForward& a, Math math) {
   const bool save = a.ghn != nullptr;
   if (math == Math::Fast)
-    save ? gru_forward_impl<fast_math::FastMath, true>(a) : gru_forward_impl<fast_math::FastMath, false>(a);
+    save ? gru_forward_impl<simd::FastMath, true>(a) : gru_forward_impl<simd::FastMath, false>(a);
   else
-    save ? gru_forward_impl<fast_math::ExactMath, true>(a) : gru_forward_impl<fast_math::ExactMath, false>(a);
+    save ? gru_forward_impl<simd::ExactMath, true>(a) : gru_forward_impl<simd::ExactMath, false>(a);
 }
 
 void gru_backward(const GruBackward& a) { gru_backward_impl(a); }
 
 void lstm_forward(const LstmForward& a, Math math) {
   if (math == Math::Fast)
-    lstm_forward_impl<fast_math::FastMath>(a);
+    lstm_forward_impl<simd::FastMath>(a);
   else
-    lstm_forward_impl<fast_math::ExactMath>(a);
+    lstm_forward_impl<simd::ExactMath>(a);
 }
 
 void lstm_backward(const LstmBackward& a) { lstm_backward_impl(a); }

@@ -12,11 +12,11 @@
 // GEMM results x W_ih^T and h W_hh^T WITHOUT biases; the kernels add b_ih and
 // b_hh (which the GRU needs apart: b_hn sits inside r * (.)).
 //
-// The forward kernels exist twice: with FastMath (vectorised Cephes
-// activations, the one the ops use) and with ExactMath (std:: functions in
-// double, the plain reference that tests/test_rnn_kernels.cpp holds the fast
-// one to). The backward kernels read the saved activations and evaluate no
-// transcendental function, so they have one version.
+// The forward kernels exist twice: with simd::FastMath (the vectorised Cephes
+// activations of simd/math.h, the one the ops use) and with simd::ExactMath
+// (std:: functions in double, the plain reference that tests/test_rnn_kernels.cpp
+// holds the fast one to). The backward kernels read the saved activations and
+// evaluate no transcendental function, so they have one version.
 #pragma once
 #include <cstdint>
 

@@ -45,8 +45,7 @@ void check_state(const char* op, const char* name, const Tensor& t, int64_t batc
 Dims check_args(const char* op, int64_t G, const Tensor& x, const std::vector<int64_t>& lengths, const Tensor& h0,
                 const Tensor& c0, const RnnWeights& w) {
   if (!x.defined() || x.dim() != 3)
-    throw std::invalid_argument(std::string(op) + ": x must be [batch, seq_len, in], got " +
-                                (x.defined() ? x.shape().str() : "undefined"));
+    throw std::invalid_argument(std::string(op) + ": x must be [batch, seq_len, in], got " + shape_str(x));
   if (!w.weight_ih.defined() || !w.weight_hh.defined())
     throw std::invalid_argument(std::string(op) + ": weight_ih and weight_hh are required");
   Dims d{x.size(0), x.size(1), x.size(2), w.weight_hh.size(-1), G};
@@ -98,9 +97,6 @@ void gather_sorted(float* dst, const Tensor& src, const Schedule& sch, int64_t n
   }
 }
 
-// A bias, or zeros when the layer has none.
-Tensor bias_or_zeros(const Tensor& b, int64_t n) { return b.defined() ? b : Tensor::zeros(Shape{n}); }
-
 ForwardResult run_forward(Cell cell, const Schedule& sch, const Dims& d, const Tensor& x, const Tensor& h0,
                           const Tensor& c0, const RnnWeights& w) {
   const int64_t B = d.batch, T = d.seq_len, in = d.in, H = d.H, G = d.G, GH = d.G * d.H, total = sch.total;
@@ -148,7 +144,7 @@ ForwardResult run_forward(Cell cell, const Schedule& sch, const Dims& d, const T
     }
   }
 
-  Tensor b_ih = bias_or_zeros(w.bias_ih, GH), b_hh = bias_or_zeros(w.bias_hh, GH);
+  Tensor b_ih = or_zeros(w.bias_ih, {GH}), b_hh = or_zeros(w.bias_hh, {GH});
   Tensor gh = Tensor::empty(Shape{n0, GH});  // h W_hh^T of one step
   // Where packed row r's h' goes: its output position, and the next step's
   // h_prev row (or h_n after the sequence's last step); the same for c'.
@@ -209,23 +205,6 @@ struct Needs {
 struct Grads {
   Tensor dx, dh0, dc0, dw_ih, dw_hh, db_ih, db_hh;
 };
-
-// Column sums of a [rows, cols] matrix -> [cols] (bias gradients).
-Tensor column_sums(const float* a, int64_t rows, int64_t cols) {
-  Tensor out = Tensor::zeros(Shape{cols});
-  float* o = out.data();
-  constexpr int64_t kBlock = 256;
-#pragma omp parallel for if (rows * cols > kParallelGrain)
-  for (int64_t c0 = 0; c0 < cols; c0 += kBlock) {
-    int64_t c1 = std::min(cols, c0 + kBlock);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* ar = a + r * cols;
-#pragma omp simd
-      for (int64_t c = c0; c < c1; ++c) o[c] += ar[c];
-    }
-  }
-  return out;
-}
 
 // Scatters rows [n, H] in sorted order back to batch order: out[order[j]] = src[j].
 Tensor scatter_sorted(const float* src, const Schedule& sch, int64_t H) {
@@ -312,8 +291,8 @@ Grads run_backward(Cell cell, const Schedule& sch, const Dims& d, const Saved& s
 #pragma omp parallel for if (total * in > kParallelGrain)
     for (int64_t r = 0; r < total; ++r) std::memcpy(px + sch.row_bt[r] * in, pp + r * in, size_t(in) * sizeof(float));
   }
-  if (need.b_ih) g.db_ih = column_sums(dgx.data(), total, GH);  // b_ih enters every gate pre-activation once
-  if (need.b_hh) g.db_hh = column_sums(dgh.data(), total, GH);
+  if (need.b_ih) g.db_ih = kernels::sum_axis(dgx, 0, false);  // b_ih enters every gate pre-activation once
+  if (need.b_hh) g.db_hh = kernels::sum_axis(dgh, 0, false);
   return g;
 }
 
@@ -326,8 +305,7 @@ Needs needs_of(const Tensor& x, const Tensor& h0, const Tensor& c0, const RnnWei
 
 std::vector<int64_t> lengths_from_tensor(const Tensor& lengths) {
   if (!lengths.defined() || lengths.dim() != 1)
-    throw std::invalid_argument("lengths must be a [batch] tensor, got " +
-                                (lengths.defined() ? lengths.shape().str() : std::string("undefined")));
+    throw std::invalid_argument("lengths must be a [batch] tensor, got " + shape_str(lengths));
   std::vector<int64_t> out(lengths.numel());
   for (int64_t i = 0; i < lengths.numel(); ++i) {
     float v = lengths.data()[i];

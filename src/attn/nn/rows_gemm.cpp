@@ -8,10 +8,10 @@
 
 #include <algorithm>
 
-#include "attn/attention/simd.h"
+#include "attn/simd/vec.h"
 
 // GCC 12 reports the _mm256_undefined_pd() operand inside _mm512_reduce_add_ps
-// as uninitialised where it inlines here (the false positive simd.h describes).
+// as uninitialised where it inlines here (the false positive simd/vec.h describes).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
@@ -19,7 +19,7 @@
 namespace attn::rows_gemm {
 namespace {
 
-using namespace attention::simd;
+using namespace simd;
 
 template <int M, int J>
 void block(int64_t K, const float* __restrict a, int64_t lda, const float* __restrict w, int64_t ldw,

@@ -9,8 +9,7 @@ namespace attn::nn {
 
 StepLinear::StepLinear(const Tensor& weight, bool packed) {
   if (!weight.defined() || weight.dim() != 2)
-    throw std::invalid_argument("StepLinear: expects a weight [out, in], got " +
-                                (weight.defined() ? weight.shape().str() : std::string("undefined")));
+    throw std::invalid_argument("StepLinear: expects a weight [out, in], got " + shape_str(weight));
   weight_ = weight.detach();
   out_ = weight.size(0), K_ = weight.size(1);
   if (packed) packed_ = rnn_gemm::pack_transposed(weight_.data(), K_, 1, out_);

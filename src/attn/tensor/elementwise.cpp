@@ -1,8 +1,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "attn/simd/math.h"
 #include "attn/tensor/broadcast.h"
-#include "attn/tensor/fast_math.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
 
@@ -141,9 +141,9 @@ Tensor unary(Unary op, const Tensor& x) {
   switch (op) {
     case Unary::Exp: return unary_impl(x, [](float v) { return std::exp(v); });
     case Unary::Log: return unary_impl(x, [](float v) { return std::log(v); });
-    // vectorised Cephes forms (~3 ulp, fast_math.h); NaN passes through as libm's would
-    case Unary::Tanh: return unary_impl(x, [](float v) { return v != v ? v : fast_math::fast_tanh(v); });
-    case Unary::Sigmoid: return unary_impl(x, [](float v) { return v != v ? v : fast_math::fast_sigmoid(v); });
+    // vectorised Cephes forms (~3 ulp, simd/math.h); NaN passes through as libm's would
+    case Unary::Tanh: return unary_impl(x, [](float v) { return v != v ? v : simd::tanh(v); });
+    case Unary::Sigmoid: return unary_impl(x, [](float v) { return v != v ? v : simd::sigmoid(v); });
     case Unary::Relu: return unary_impl(x, [](float v) { return v > 0 ? v : 0.0f; });
     case Unary::Sqrt: return unary_impl(x, [](float v) { return std::sqrt(v); });
   }

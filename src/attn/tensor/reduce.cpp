@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -29,13 +30,22 @@ Tensor sum_axis(const Tensor& x, int axis, bool keepdim) {
   Tensor out = Tensor::zeros(Shape(dims.begin(), dims.end()));
   const float* p = x.data();
   float* o = out.data();
-#pragma omp parallel for if (x.numel() > kParallelGrain)
+  // Threads take (outer index, block of kBlock inner columns) pairs, so a column
+  // sum (axis 0 of a matrix: outer = 1), e.g. a bias gradient, splits too. Each
+  // output still adds its n inputs in order j = 0, 1, ...: the result does not
+  // depend on the number of threads.
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (inner + kBlock - 1) / kBlock;
+#pragma omp parallel for collapse(2) if (x.numel() > kParallelGrain)
   for (int64_t i = 0; i < outer; ++i) {
-    float* oi = o + i * inner;
-    for (int64_t j = 0; j < n; ++j) {
-      const float* pj = p + (i * n + j) * inner;
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t k0 = blk * kBlock, k1 = std::min(inner, k0 + kBlock);
+      float* oi = o + i * inner;
+      for (int64_t j = 0; j < n; ++j) {
+        const float* pj = p + (i * n + j) * inner;
 #pragma omp simd
-      for (int64_t k = 0; k < inner; ++k) oi[k] += pj[k];
+        for (int64_t k = k0; k < k1; ++k) oi[k] += pj[k];
+      }
     }
   }
   return out;

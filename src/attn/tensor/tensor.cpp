@@ -1,5 +1,6 @@
 #include "attn/tensor/tensor.h"
 
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -111,6 +112,22 @@ Tensor Tensor::detach() const { return view(shape()); }
 void check_same_shape(const Tensor& a, const Tensor& b, const char* what) {
   if (a.shape() != b.shape())
     throw std::invalid_argument(std::string(what) + ": shapes " + a.shape().str() + " and " + b.shape().str() + " differ");
+}
+
+std::string shape_str(const Tensor& t) { return t.defined() ? t.shape().str() : std::string("(undefined)"); }
+
+Tensor or_zeros(const Tensor& t, const Shape& shape) { return t.defined() ? t : Tensor::zeros(shape); }
+
+std::vector<int64_t> lengths_in_range(const char* fn, const char* name, const Tensor& lengths, int64_t max) {
+  std::vector<int64_t> out(size_t(lengths.numel()));
+  for (int64_t i = 0; i < lengths.numel(); ++i) {
+    const float n = lengths.data()[i];
+    if (!(n >= 0.0f && n <= float(max)) || n != std::floor(n))
+      throw std::invalid_argument(std::string(fn) + ": " + name + "[" + std::to_string(i) + "] = " + std::to_string(n) +
+                                  " is not an integer in [0, " + std::to_string(max) + "]");
+    out[size_t(i)] = int64_t(n);
+  }
+  return out;
 }
 
 }  // namespace attn

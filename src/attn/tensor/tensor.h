@@ -100,4 +100,15 @@ private:
 // Throws std::invalid_argument naming `what` and both shapes when they differ.
 void check_same_shape(const Tensor& a, const Tensor& b, const char* what);
 
+// t's shape as text for error messages: "[2, 3]", or "(undefined)".
+std::string shape_str(const Tensor& t);
+
+// t itself when defined, else zeros of `shape` (an optional bias, say).
+Tensor or_zeros(const Tensor& t, const Shape& shape);
+
+// The float-encoded lengths in `lengths` (every element, in order) as integers,
+// each a whole number in [0, max]; otherwise throws std::invalid_argument
+// "<fn>: <name>[i] = <value> is not an integer in [0, <max>]".
+std::vector<int64_t> lengths_in_range(const char* fn, const char* name, const Tensor& lengths, int64_t max);
+
 }  // namespace attn

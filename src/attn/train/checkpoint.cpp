@@ -10,6 +10,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "attn/nn/load_params.h"
 #include "attn/train/checkpoint_detail.h"
 
 namespace attn::train {
@@ -192,7 +193,7 @@ LoadedCheckpoint load_checkpoint(const std::string& dir, const CheckpointLoad& i
   SafetensorsFile model_file = load_safetensors(dir + "/" + kModelFile);
   check_id(model_file, id, trainer_path);
   nn::NamedTensors params = into.model->named_parameters();
-  detail::check_params(model_file, params);
+  nn::check_params(model_file, params);
   auto cfg = model_file.metadata.find("config");
   out.config_json = cfg == model_file.metadata.end() ? "{}" : cfg->second;
 
@@ -219,7 +220,7 @@ LoadedCheckpoint load_checkpoint(const std::string& dir, const CheckpointLoad& i
     }
     into.optimizer->set_lr(saved_lr);
   }
-  detail::copy_params(model_file, params);  // cannot fail after check_params
+  nn::copy_params(model_file, params);  // cannot fail after check_params
   for (size_t i = 0; i < rng_states.size(); ++i) streams[i].second->set_state(rng_states[i]);
   out.module_rngs_restored = !saved_rngs.is_null();
   return out;

@@ -46,19 +46,10 @@ namespace attn::train {
 // config_json is not a JSON object, std::runtime_error naming the path on I/O errors.
 void save_model(const std::string& path, const nn::Module& model, const std::string& config_json);
 
-// Loads `path` into `model`'s parameters in place (see load_into_params) and
+// Loads `path` into `model`'s parameters in place (nn::load_into_params) and
 // returns the config JSON from its metadata ("{}" when the file has none, as
 // files written by other tools). Throws std::runtime_error naming the file.
 std::string load_model(const std::string& path, nn::Module& model);
-
-// Copies file's tensors into `params` by name, in place (the tensors keep their
-// identity, so an optimizer holding them stays valid). Strict: every name of
-// `params` present, no other tensor in the file, equal shapes, F32 (the loader
-// accepts only F32). Everything is checked before anything is copied; on a
-// mismatch throws std::runtime_error "<file>: cannot load: ..." listing each
-// problem: missing tensor 'x' (expected shape [..]), unexpected tensor 'y',
-// tensor 'z': expected shape [a, b], found [c, d].
-void load_into_params(const SafetensorsFile& file, const nn::NamedTensors& params);
 
 // ---- training checkpoint directory ----
 

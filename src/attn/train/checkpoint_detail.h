@@ -16,11 +16,6 @@ void check_config_json(const std::string& config_json);
 void write_model_file(const std::string& path, const nn::NamedTensors& params, const std::string& config_json,
                       const std::map<std::string, std::string>& extra);
 
-// The checks of load_into_params without the copy: throws on any mismatch.
-void check_params(const SafetensorsFile& file, const nn::NamedTensors& params);
-// The copy, after check_params passed.
-void copy_params(const SafetensorsFile& file, const nn::NamedTensors& params);
-
 // The folder part of `path` ("." when none).
 std::string dirname(const std::string& path);
 

@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "attn/models/config_reader.h"
+#include "attn/config/object_reader.h"
 
 namespace attn::train {
 namespace {

@@ -1,5 +1,6 @@
 // A trained translation model on disk: the run directory's best weights,
-// model config and vocabularies (see mt_trainer.h), loaded for decoding.
+// model config and vocabularies (written by train/mt_trainer.h), loaded for
+// decoding (attn translate, translate_lines).
 #pragma once
 #include <memory>
 #include <string>
@@ -7,7 +8,7 @@
 #include "attn/data/vocab.h"
 #include "attn/models/seq2seq.h"
 
-namespace attn::train {
+namespace attn::decode {
 
 struct TranslationModel {
   std::unique_ptr<models::Seq2SeqModel> model;  // in eval mode
@@ -19,4 +20,4 @@ struct TranslationModel {
 // std::runtime_error naming the missing or mismatched file.
 TranslationModel load_translation_model(const std::string& dir, const std::string& weights = "");
 
-}  // namespace attn::train
+}  // namespace attn::decode

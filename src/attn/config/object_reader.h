@@ -1,6 +1,8 @@
 // Reading configuration objects strictly: typed fields with defaults, and every
 // key that nobody asked for rejected by name. Internal to the library (the
-// public configs are plain structs; see models/config.h, train/mt_config.h).
+// public configs are plain structs): the model config (models/config.cpp, JSON)
+// and the training config (train/mt_config.cpp, YAML converted to JSON) read
+// with it, so it sits below both; it depends on nothing in attn (nlohmann-json).
 //
 // Usage:
 //   ObjectReader r(json, "model");            // throws unless json is an object

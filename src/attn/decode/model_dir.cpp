@@ -1,12 +1,12 @@
-#include "attn/train/model_dir.h"
+#include "attn/decode/model_dir.h"
 
 #include <filesystem>
 #include <stdexcept>
 
+#include "attn/nn/load_params.h"
 #include "attn/tensor/safetensors.h"
-#include "attn/train/checkpoint.h"
 
-namespace attn::train {
+namespace attn::decode {
 
 TranslationModel load_translation_model(const std::string& dir, const std::string& weights) {
   const std::string path = weights.empty() ? dir + "/model.safetensors" : weights;
@@ -31,9 +31,9 @@ TranslationModel load_translation_model(const std::string& dir, const std::strin
                              std::to_string(c.src_vocab) + "/" + std::to_string(c.tgt_vocab));
   Rng init(0);
   tm.model = models::make_model(c, init, 0);
-  load_into_params(file, tm.model->named_parameters());
+  nn::load_into_params(file, tm.model->named_parameters());
   tm.model->train(false);
   return tm;
 }
 
-}  // namespace attn::train
+}  // namespace attn::decode
