@@ -8,15 +8,18 @@
 // branch-free straight-line code: the float form vectorises inside
 // `#pragma omp simd` loops, the vf form is called from hand-vectorised kernels.
 //
-//   exp(x)            Cephes expf (S. L. Moshier, Cephes Math Library): x = n ln2 + r,
-//                     |r| <= ln2/2, e^r by a degree-7 polynomial, 2^n in the
-//                     exponent bits. <= ~1 ulp relative on [-87.3, 88]; exactly 0
-//                     below -87.33654 (and for -inf), so a masked score contributes
-//                     exactly nothing; clamped to e^88 above 88; NaN gives ~1e-38.
-//   sigmoid(x)        1 / (1 + exp(-x)): no cancellation, ~3 ulp.
+//   exp(x)            Cephes expf (S. L. Moshier, Cephes Math Library): n = x / ln2
+//                     rounded to nearest, r = x - n ln2 (|r| <= ln2/2), e^r = 1 + r +
+//                     r^2 P(r) with P of degree 5, 2^n in the exponent bits. <= 1.25 ulp
+//                     relative on [-87.3, 88]; exactly 0 below -87.33654 (where the
+//                     result would be subnormal) and for -inf, so a masked score
+//                     contributes exactly nothing; e^88 above 88; NaN gives ~1e-38.
+//   exp_clamped(x)    the same without the flush to 0 (x clamped to [-87.33654, 88]),
+//                     for sigmoid and tanh, whose results it does not change.
+//   sigmoid(x)        1 / (1 + exp(-x)): no cancellation, <= ~3 ulp.
 //   tanh(x)           Cephes tanhf: x + x^3 P(x^2) for |x| < 0.625, 1 - 2/(exp(2|x|)+1)
-//                     above (both computed, one selected): ~1.3 ulp relative everywhere
-//                     (no cancellation near 0); +-1 beyond |x| ~ 9.
+//                     above (both computed, one selected): <= ~1.4 ulp relative
+//                     everywhere (no cancellation near 0); +-1 beyond |x| ~ 9.
 //   tanh_rational(x)  x P(x^2) / Q(x^2) on |x| <= 7.9 (+-1 beyond), the rational
 //                     approximation of Eigen's generic_fast_tanh_float: ~6 ulp, and
 //                     about half the arithmetic of tanh (no exp, one reciprocal, which
@@ -31,8 +34,8 @@
 // models/vocab_topk.cpp and models/rnnsearch_search.cpp, tanh_rational in
 // attention/additive_kernels.h. tests/test_rnn_kernels.cpp sweeps the float
 // forms against the double-precision libm. The vf forms give the float forms'
-// bits lane by lane (same operations; checked over every float for AVX-512 and
-// AVX2 + FMA); without FMA hardware the float form rounds a * b + c twice.
+// bits lane by lane (the same operations; checked over every float for AVX-512
+// and AVX2 + FMA); without FMA hardware the float form rounds a * b + c twice.
 //
 // ExactMath is FastMath's interface on std:: functions in double: the reference
 // gate kernels are instantiated with it and held equal to the fast ones.
@@ -54,16 +57,13 @@ inline V splat(float c) {
     return set1(c);
 }
 
-// e^x (see the file comment)
+// e^x for x clamped to [-87.33654, 88] (so e^-87.33654 = FLT_MIN below it): the
+// one evaluation of the polynomial. sigmoid and tanh call it directly, as their
+// results are the same with or without exp's flush to zero below.
 template <Lanes V>
-inline V exp(V x) {
-  const V lo = splat<V>(-87.33654f);
-  const auto underflow = lt(x, lo);
-  x = min(max(x, lo), splat<V>(88.0f));
-  // n = x log2(e) rounded to the nearest integer: adding 1.5 * 2^23 leaves no
-  // fraction bits (no floor call, so the float form vectorises on any ISA)
-  const V magic = splat<V>(12582912.0f);
-  const V n = sub(fmadd(x, splat<V>(1.44269504088896341f), magic), magic);
+inline V exp_clamped(V x) {
+  x = min(max(x, splat<V>(-87.33654f)), splat<V>(88.0f));
+  const V n = round_nearest(mul(x, splat<V>(1.44269504088896341f)));  // x / ln2
   // r = x - n ln2, ln2 split in two parts (the first exact in few bits)
   V r = fmadd(n, splat<V>(-0.693359375f), x);
   r = fmadd(n, splat<V>(2.12194440e-4f), r);
@@ -73,15 +73,22 @@ inline V exp(V x) {
   p = fmadd(p, r, splat<V>(4.1665795894e-2f));
   p = fmadd(p, r, splat<V>(1.6666665459e-1f));
   p = fmadd(p, r, splat<V>(5.0000001201e-1f));
-  p = add(fmadd(p, mul(r, r), r), splat<V>(1.0f));  // e^r = 1 + r + r^2 P(r)
-  return select(underflow, splat<V>(0.0f), scale_pow2(p, n));
+  p = fmadd(p, mul(r, r), add(r, splat<V>(1.0f)));  // e^r = 1 + r + r^2 P(r)
+  return scale_pow2(p, n);
+}
+
+// e^x (see the file comment): exactly 0 below -87.33654, where the result would
+// be subnormal, and for -inf
+template <Lanes V>
+inline V exp(V x) {
+  return select(lt(x, splat<V>(-87.33654f)), splat<V>(0.0f), exp_clamped(x));
 }
 
 // 1 / (1 + e^-x)
 template <Lanes V>
 inline V sigmoid(V x) {
   const V one = splat<V>(1.0f);
-  return div(one, add(one, exp(sub(splat<V>(0.0f), x))));
+  return div(one, add(one, exp_clamped(neg(x))));
 }
 
 // tanh(x), Cephes tanhf (see the file comment)
@@ -90,7 +97,7 @@ inline V tanh(V x) {
   const V one = splat<V>(1.0f);
   const V a = abs(x);
   // |x| >= 0.625: 1 - 2 / (e^{2|x|} + 1), sign restored below
-  const V big = sub(one, div(splat<V>(2.0f), add(exp(add(a, a)), one)));
+  const V big = sub(one, div(splat<V>(2.0f), add(exp_clamped(add(a, a)), one)));
   // |x| < 0.625: x + x^3 P(x^2)
   const V z = mul(x, x);
   V p = splat<V>(-5.70498872745e-3f);
@@ -107,7 +114,7 @@ inline V tanh(V x) {
 template <Lanes V>
 inline V tanh_rational(V x) {
   const V c = splat<V>(7.90531110763549805f);
-  x = min(max(x, sub(splat<V>(0.0f), c)), c);
+  x = min(max(x, neg(c)), c);
   const V x2 = mul(x, x);
   V p = splat<V>(-2.76076847742355e-16f);
   p = fmadd(p, x2, splat<V>(2.00018790482477e-13f));

@@ -7,14 +7,16 @@
 //          (vf is then plain float and every operation below is scalar code)
 //   vmask  the result of a lane-wise comparison, consumed by select() and bits()
 //
-// Every arithmetic operation (add, sub, mul, div, fmadd, min, max, abs,
-// copysign, lt, eq, select, reciprocal, scale_pow2) also exists on plain float,
-// with the same result as one lane of the vector form. Those overloads are
-// branch-free, so code written with them vectorises inside `#pragma omp simd`
-// loops; simd/math.h writes each function (exp, sigmoid, tanh) once as a
-// template over float and vf on top of them. fmadd is one rounding (a fused
-// multiply-add) on vectors and, when the target has FMA, on float; without FMA
-// the float form is a * b + c.
+// Every arithmetic operation (add, sub, mul, div, neg, fmadd, min, max, abs,
+// copysign, lt, eq, select, reciprocal, round_nearest, scale_pow2) also exists on
+// plain float, with the same result as one lane of the vector form (add, sub,
+// mul, div and neg are one template for both: GCC and Clang give the vector
+// types the arithmetic operators). The float forms are branch-free, so code
+// written with them vectorises inside `#pragma omp simd` loops; simd/math.h
+// writes each function (exp, sigmoid, tanh) once as a template over float and
+// vf on top of them. fmadd is one rounding (a fused multiply-add) on vectors
+// and, when the target has FMA, on float; without FMA the float form is a * b + c.
+// reciprocal is exact on float, a ~23 (AVX-512) or ~22 (AVX2) bit estimate on vf.
 //
 // The instruction set is a compile-time choice per translation unit, from the
 // compiler's target macros (__AVX512F__, __AVX2__ and __FMA__; -march=native
@@ -106,6 +108,7 @@ template <Lanes V> inline V add(V a, V b) { return a + b; }
 template <Lanes V> inline V sub(V a, V b) { return a - b; }
 template <Lanes V> inline V mul(V a, V b) { return a * b; }
 template <Lanes V> inline V div(V a, V b) { return a / b; }
+template <Lanes V> inline V neg(V a) { return -a; }
 
 // ---- one lane: plain float ----
 
@@ -126,6 +129,15 @@ template <Float F> inline F copysign(F mag, F sgn) { return std::copysign(mag, s
 template <Float F> inline bool lt(F a, F b) { return a < b; }
 template <Float F> inline bool eq(F a, F b) { return a == b; }
 template <Float F> inline F select(bool m, F if_true, F if_false) { return m ? if_true : if_false; }
+// x rounded to the nearest integer, ties to even (|x| < 2^22 without SSE4.1)
+template <Float F> inline F round_nearest(F x) {
+#if defined(__SSE4_1__)
+  return std::nearbyint(x);  // vectorises as roundps / vrndscaleps
+#else
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it leaves no fraction bits
+  return (x + kMagic) - kMagic;
+#endif
+}
 // x * 2^n for integral n in [-126, 127]: the power of two built in the exponent bits
 template <Float F> inline F scale_pow2(F x, F n) { return x * std::bit_cast<float>((int32_t(n) + 127) << 23); }
 
@@ -167,6 +179,7 @@ inline float reduce_max(vf v) { return _mm512_reduce_max_ps(v); }
 inline vf iota() { return _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); }
 // x * 2^n for integral-valued n
 inline vf scale_pow2(vf x, vf n) { return _mm512_scalef_ps(x, n); }
+inline vf round_nearest(vf x) { return _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 #elif defined(__AVX2__) && defined(__FMA__)
 // 1/x to ~22 bits: the 12-bit estimate and one Newton step
 inline vf reciprocal(vf x) {
@@ -201,6 +214,7 @@ inline vf scale_pow2(vf x, vf n) {
   __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(x, _mm256_castsi256_ps(e));
 }
+inline vf round_nearest(vf x) { return _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
 #else
 // one lane: vf is float, and the one-lane forms above are the vector operations
 inline vf load(const float* p) { return *p; }
