@@ -150,7 +150,7 @@ Tensor mean_over_valid(const Tensor& x, const std::vector<int64_t>& lengths) {
 void check_source(const char* who, const Tensor& src, const std::vector<int64_t>& lengths, int64_t vocab) {
   if (!src.defined() || src.dim() != 2)
     throw std::invalid_argument(std::string(who) + ": src must be [batch, src_len], got " +
-                                (src.defined() ? src.shape().str() : "undefined"));
+                                shape_str(src));
   if (int64_t(lengths.size()) != src.size(0))
     throw std::invalid_argument(std::string(who) + ": " + std::to_string(lengths.size()) + " lengths for src " +
                                 src.shape().str());
