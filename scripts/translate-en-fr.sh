@@ -100,7 +100,7 @@ cat <<EOF2
 Translate your own sentences:
   echo "The weather is nice today." | $ATTN translate -m $RUN
 Test translations: $RUN/test.hyp (sources $RUN/test.src, references $RUN/test.ref).
-The toy demo of earlier versions is still there: $ATTN demo
+Attention learning a toy task in a minute, with the source word each output word attended to: $ATTN demo
 EOF2
 exit
 }
