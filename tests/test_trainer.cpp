@@ -219,5 +219,38 @@ TEST(Trainer, TimeBudgetStopsAndSurvivesResume) {
   EXPECT_EQ(r.steps, s.steps);
 }
 
+// RunOptions::after_backward sees every parameter's gradient once per step,
+// before clipping and the update: a hook that zeroes them leaves the model
+// where make_model built it (Adam's step of a zero gradient is zero).
+TEST(Trainer, AfterBackwardRunsBetweenBackwardAndTheUpdate) {
+  Corpus c;
+  const std::string out = c.dir.path + "/run";
+  const std::string opts = "  max_steps: 6\n  max_epochs: 0\n  valid_every: 0\n  threads: 1\n";
+  const Kind k{"rnnsearch", kToyRnnSearch};
+  train::RunOptions run = quiet(k);
+  nn::NamedTensors initial;
+  run.make_model = [&](const models::ModelConfig& mc, Rng& init, uint64_t seed) {
+    auto m = models::make_model(mc, init, seed);
+    for (const auto& [name, p] : m->named_parameters()) initial.emplace_back(name, p.detach().clone());
+    return m;
+  };
+  int64_t calls = 0;
+  run.after_backward = [&](const nn::NamedTensors& params) {
+    ++calls;
+    ASSERT_EQ(params.size(), initial.size());
+    for (const auto& [name, p] : params) {
+      ASSERT_TRUE(p.grad().defined()) << name;
+      p.grad().fill_(0.0f);
+    }
+  };
+  train::TrainSummary s = train::train_translation(train::parse_train_config(toy_config(c.dir.path, out, opts)), run);
+  EXPECT_EQ(s.steps, 6);
+  EXPECT_EQ(calls, 6);
+  const SafetensorsFile saved = load_safetensors(out + "/checkpoint/model.safetensors");
+  ASSERT_EQ(saved.tensors.size(), initial.size());
+  for (size_t i = 0; i < initial.size(); ++i)
+    EXPECT_TRUE(bit_equal(saved.tensors[i].second, initial[i].second)) << initial[i].first << " moved";
+}
+
 }  // namespace
 }  // namespace attn::testing
