@@ -38,7 +38,7 @@ struct DecoderLoopOutput {
 };
 
 // emb [T, B, E], keys [B, S, A] (U h + b_U), values [B, S, Dv], lengths [B]
-// (float-encoded, in [1, S]), s0 [B, Hd]. Differentiable op "rnnsearch_decoder"
+// (float-encoded, in [0, S]; a length-0 row attends to nothing), s0 [B, Hd]. Differentiable op "rnnsearch_decoder"
 // (gradients for emb, keys, values, s0 and every weight). Throws
 // std::invalid_argument naming the shapes when they do not fit.
 DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const Tensor& values, const Tensor& lengths,

@@ -22,7 +22,7 @@ Validator::Validator(const data::ParallelCorpus& valid, const data::SubwordVocab
   bo.shuffle = false;
   bo.max_tokens = t.max_tokens;
   bo.specials = tv.specials();
-  for (int64_t i = 0; i < enc_.size(); ++i)  // a pair longer than max_tokens gets a batch of its own
+  for (int64_t i = 0; i < enc_.size(); ++i)  // the budget grows to the longest pair: every pair counts
     bo.max_tokens = std::max<int64_t>(
         bo.max_tokens, int64_t(std::max(enc_.src[size_t(i)].size(), enc_.tgt[size_t(i)].size() + 1)));
   batcher_ = std::make_unique<data::Batcher>(enc_, bo);
