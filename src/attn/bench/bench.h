@@ -24,13 +24,24 @@ double median_ms(const std::function<void()>& fn, int repeats, int warmup = 2);
 // Prints `j` as one line and flushes (so a long run streams its results).
 void emit(const nlohmann::json& j);
 
+// Runs `cmd` in a shell and echoes (and returns) the JSON lines it prints; other
+// lines go to stderr prefixed with `who`, a failure is emitted as {"impl": who, "error": ..}.
+std::vector<nlohmann::json> run_lines(const std::string& cmd, const std::string& who);
+
+// What every figure is measured on: CPU model, instruction set in use and
+// detected, the BLAS with its core type and who chose it.
+nlohmann::json machine_record();
+
 // Runs a peer script with PyTorch's best environment (tcmalloc preloaded,
-// OPENBLAS_THREAD_TIMEOUT=4, OMP_WAIT_POLICY=passive) and echoes its JSON lines.
+// OPENBLAS_THREAD_TIMEOUT=4, OMP_WAIT_POLICY=passive, our OPENBLAS_CORETYPE, and
+// ATEN_CPU_CAPABILITY at our instruction set) and echoes its JSON lines.
 // Returns the parsed lines; a failing peer is reported as {"bench":..,"impl":"torch","error":..}.
 std::vector<nlohmann::json> run_peer(const BenchOptions& opt, const std::string& script, const std::string& args);
 
 // The suites.
-void bench_gemm(const BenchOptions& opt);   // sgemm GFLOP/s at n = 1024, 2048: the machine's ceiling
+// sgemm GFLOP/s at n = 1024, 2048 through attn's BLAS, beside (run_peers) the same
+// OpenBLAS with OPENBLAS_CORETYPE set explicitly to the CPU's best core, in a child process
+void bench_gemm(const BenchOptions& opt);
 void bench_gru(const BenchOptions& opt);    // GRU layer fwd+bwd, batch 64, hidden 512, len 30, vs torch
 void bench_attention(const BenchOptions& opt);  // SDPA fused/naive, MHA, additive step, vs torch
 // rnnsearch training step (fwd + bwd + clip + Adam): target tokens/s per shape ("lean", "tutorial"), vs torch

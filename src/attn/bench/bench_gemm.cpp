@@ -1,25 +1,56 @@
-#include <cblas.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <map>
 
 #include "attn/bench/bench.h"
+#include "attn/cpu/isa.h"
+#include "attn/tensor/kernels.h"
 #include "attn/tensor/random.h"
 #include "attn/tensor/threading.h"
 
 namespace attn::bench {
+namespace {
+
+std::string self_path() {
+  char buf[4096];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error("bench gemm: cannot read /proc/self/exe");
+  return std::string(buf, size_t(n));
+}
+
+// OpenBLAS's best kernels for this CPU, named explicitly (ATTN_BLAS_CORETYPE in the
+// child): what attn must reach by itself
+const char* best_core() { return cpu::detected_isa() == cpu::Isa::avx512 ? "SKYLAKEX" : "HASWELL"; }
+
+}  // namespace
 
 void bench_gemm(const BenchOptions& opt) {
   set_num_threads(opt.threads);
+  const bool reference = std::getenv("ATTN_BENCH_GEMM_REFERENCE") != nullptr;
+  nlohmann::json machine = machine_record();
+  std::map<int, double> ours;
   Rng rng(1);
   for (int n : {1024, 2048}) {
     Tensor a = randn({n, n}, rng), b = randn({n, n}, rng), c = Tensor::zeros({n, n});
     double ms = median_ms(
-        [&] {
-          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f,
-                      c.data(), n);
-        },
-        opt.repeats);
+        [&] { kernels::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n); }, opt.repeats);
     double gflops = 2.0 * double(n) * n * n / (ms * 1e6);
-    emit({{"bench", "sgemm"}, {"impl", "openblas"}, {"n", n}, {"threads", opt.threads}, {"ms", ms}, {"gflops", gflops}});
+    ours[n] = gflops;
+    nlohmann::json j = {{"bench", "sgemm"}, {"impl", reference ? "openblas-env" : "attn"}, {"n", n},
+                        {"threads", opt.threads}, {"ms", ms}, {"gflops", gflops}};
+    j.update(machine);
+    emit(j);
   }
+  if (reference || !opt.run_peers) return;
+  std::string cmd = std::string("ATTN_BENCH_GEMM_REFERENCE=1 ATTN_BLAS_CORETYPE=") + best_core() + " " + self_path() +
+                    " bench gemm --no-peers --threads " + std::to_string(opt.threads) + " --repeats " +
+                    std::to_string(opt.repeats);
+  for (const auto& j : run_lines(cmd, "openblas-env"))
+    if (j.value("bench", "") == "sgemm" && j.contains("gflops")) {
+      int n = j["n"];
+      emit({{"bench", "sgemm_vs_best_core"}, {"n", n}, {"core", best_core()}, {"ratio", ours[n] / double(j["gflops"])}});
+    }
 }
 
 }  // namespace attn::bench

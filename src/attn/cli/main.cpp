@@ -3,10 +3,40 @@
 #include <iostream>
 
 #include "attn/cli/commands.h"
+#include "attn/cpu/blas.h"
+#include "attn/cpu/isa.h"
+
+namespace {
+
+// `attn --version`: the version, the instruction set the kernels run at, and the
+// BLAS with its core type (what every speed figure depends on)
+std::string version_text() {
+  using namespace attn::cpu;
+  std::string s = std::string("attn ") + ATTN_VERSION + "\n";
+  s += std::string("instruction set: ") + isa_name(isa()) + " (CPU supports " + isa_name(detected_isa()) + ")\n";
+  try {
+    const BlasInfo& b = blas_info();
+    s += "BLAS: " + b.config + " from " + b.path;
+    s += "\nBLAS core: " + (b.core.empty() ? std::string("unknown") : b.core) + ", chosen by " + b.coretype_source;
+    if (!b.coretype_replaced.empty()) s += " (replaced OPENBLAS_CORETYPE=" + b.coretype_replaced + ")";
+    if (!b.threading.empty()) s += ", " + b.threading + " threading";
+  } catch (const std::exception& e) {
+    s += std::string("BLAS: none (") + e.what() + ")";
+  }
+  return s;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"attn: attention models in C++ - train, run, and see the attention"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", version_text, "print the version, instruction set and BLAS, and exit");
+  app.add_option_function<std::string>(
+         "--isa", [](const std::string& v) { attn::cpu::set_isa_cap(attn::cpu::parse_isa(v, "--isa")); },
+         "cap the instruction set of attn's kernels (scalar, avx2, avx512; as ATTN_ISA)")
+      ->configurable(false)
+      ->trigger_on_parse();  // before --version reads it
   attn::cli::add_demo_command(app);
   attn::cli::add_vocab_command(app);
   attn::cli::add_train_command(app);

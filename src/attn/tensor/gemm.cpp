@@ -1,8 +1,8 @@
-#include <cblas.h>
 #include <omp.h>
 
 #include <stdexcept>
 
+#include "attn/cpu/blas.h"
 #include "attn/tensor/kernels.h"
 
 namespace attn::kernels {
@@ -25,18 +25,18 @@ void gemv_route(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, flo
     const int64_t incx = trans_a ? lda : 1;
     if (beta == 0.0f) zero_strided(C, N, 1);
     if (trans_b)  // B is [N, K]: c = B x
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, int(N), int(K), alpha, B, int(ldb), A, int(incx), beta, C, 1);
+      cpu::blas_sgemv(false, N, K, alpha, B, ldb, A, incx, beta, C, 1);
     else  // B is [K, N]: c = B^T x
-      cblas_sgemv(CblasRowMajor, CblasTrans, int(K), int(N), alpha, B, int(ldb), A, int(incx), beta, C, 1);
+      cpu::blas_sgemv(true, K, N, alpha, B, ldb, A, incx, beta, C, 1);
     return;
   }
   // N == 1: c[:, 0] (stride ldc) = alpha op(A) x + beta c, x = op(B)[:, 0]
   const int64_t incx = trans_b ? 1 : ldb;
   if (beta == 0.0f) zero_strided(C, M, ldc);
   if (trans_a)  // A is [K, M]: c = A^T x
-    cblas_sgemv(CblasRowMajor, CblasTrans, int(K), int(M), alpha, A, int(lda), B, int(incx), beta, C, int(ldc));
+    cpu::blas_sgemv(true, K, M, alpha, A, lda, B, incx, beta, C, ldc);
   else  // A is [M, K]: c = A x
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, int(M), int(K), alpha, A, int(lda), B, int(incx), beta, C, int(ldc));
+    cpu::blas_sgemv(false, M, K, alpha, A, lda, B, incx, beta, C, ldc);
 }
 
 }  // namespace
@@ -50,8 +50,7 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alp
     return;
   }
   if (M == 1 || N == 1) return gemv_route(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, int(M), int(N),
-              int(K), alpha, A, int(lda), B, int(ldb), beta, C, int(ldc));
+  cpu::blas_sgemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 void gemm_batched(bool trans_a, bool trans_b, int64_t batch, int64_t M, int64_t N, int64_t K, float alpha,
                   const float* A, int64_t stride_a, const float* B, int64_t stride_b, float beta, float* C,

@@ -1,0 +1,64 @@
+#include "attn/cpu/isa.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace attn::cpu {
+namespace {
+
+// -1: not read yet; else the capped level
+std::atomic<int> g_isa{-1};
+
+Isa read_env_cap(Isa detected) {
+  const char* env = std::getenv("ATTN_ISA");
+  if (!env || !*env) return detected;
+  Isa cap = parse_isa(env, "environment variable ATTN_ISA");
+  return cap < detected ? cap : detected;
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::avx512: return "avx512";
+    case Isa::avx2: return "avx2";
+    case Isa::scalar: return "scalar";
+  }
+  return "scalar";
+}
+
+Isa parse_isa(const std::string& name, const std::string& what) {
+  for (Isa i : {Isa::scalar, Isa::avx2, Isa::avx512})
+    if (name == isa_name(i)) return i;
+  throw std::invalid_argument(what + ": unknown instruction set '" + name + "' (scalar, avx2 or avx512)");
+}
+
+Isa detected_isa() {
+  // The compiler runtime's checks include the OS's support (XCR0 saves the YMM /
+  // ZMM state). Feature by feature rather than "x86-64-v4", which clang 14's
+  // runtime does not know.
+  __builtin_cpu_init();
+  const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                  __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
+  const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                  __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+                  __builtin_cpu_supports("avx512vl");
+  return v4 ? Isa::avx512 : v3 ? Isa::avx2 : Isa::scalar;
+}
+
+Isa isa() {
+  int v = g_isa.load(std::memory_order_acquire);
+  if (v >= 0) return Isa(v);
+  Isa chosen = read_env_cap(detected_isa());
+  int expected = -1;
+  g_isa.compare_exchange_strong(expected, int(chosen), std::memory_order_acq_rel);
+  return Isa(g_isa.load(std::memory_order_acquire));
+}
+
+void set_isa_cap(Isa cap) {
+  Isa detected = detected_isa();
+  g_isa.store(int(cap < detected ? cap : detected), std::memory_order_release);
+}
+
+}  // namespace attn::cpu
