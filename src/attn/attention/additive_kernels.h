@@ -13,7 +13,10 @@
 #include <xmmintrin.h>
 #endif
 
+// ISA-internal (cpu/dispatch.h): included only by ISA sources, so its inline
+// functions live in the namespace of the instruction set being compiled.
 namespace attn::attention::detail {
+inline namespace ATTN_SIMD_ISA {
 
 // Fetches the 64-byte lines [line, end) of p into L2 (no-op without SSE).
 inline void prefetch_l2(const char* p, int64_t line, int64_t end) {
@@ -109,4 +112,5 @@ inline void attend_row(const float* qp, const float* kp, const float* v, int64_t
   }
 }
 
+}  // namespace ATTN_SIMD_ISA
 }  // namespace attn::attention::detail

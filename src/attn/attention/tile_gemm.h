@@ -14,7 +14,10 @@
 
 #include "attn/simd/vec.h"
 
+// ISA-internal (cpu/dispatch.h): included only by ISA sources, so its inline
+// functions live in the namespace of the instruction set being compiled.
 namespace attn::attention::detail {
+inline namespace ATTN_SIMD_ISA {
 
 constexpr int kMR = 6;
 #if defined(__AVX512F__)
@@ -85,4 +88,5 @@ inline void tile_gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t a
   }
 }
 
+}  // namespace ATTN_SIMD_ISA
 }  // namespace attn::attention::detail

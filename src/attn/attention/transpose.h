@@ -2,11 +2,16 @@
 #pragma once
 #include <cstdint>
 
+#include "attn/simd/vec.h"  // ATTN_SIMD_ISA
+
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
+// ISA-internal (cpu/dispatch.h): included only by ISA sources, so its inline
+// functions live in the namespace of the instruction set being compiled.
 namespace attn::attention::detail {
+inline namespace ATTN_SIMD_ISA {
 
 // dst[r * dst_ld + c] = scale * src[c * src_ld + r] for r < rows, c < cols: the
 // transposes between row-major tensors and the lane layouts of the fused
@@ -52,4 +57,5 @@ inline void transpose_scaled(const float* src, int64_t src_ld, float* dst, int64
     for (int64_t c = c8; c < cols; ++c) dst[r * dst_ld + c] = scale * src[c * src_ld + r];
 }
 
+}  // namespace ATTN_SIMD_ISA
 }  // namespace attn::attention::detail

@@ -1,10 +1,11 @@
 // Gate kernels: one fused pass over [n, k_begin:k_end] per step (see
-// rnn_kernels.h for the equations); the hidden axis is a SIMD loop.
+// rnn_kernels.h for the equations); the hidden axis is a SIMD loop. An ISA
+// source (cpu/dispatch.h): compiled once per instruction set.
 #include "attn/nn/rnn_kernels.h"
 
 #include "attn/simd/math.h"
 
-namespace attn::rnn_kernels {
+namespace attn::rnn_kernels::ATTN_SIMD_ISA {
 namespace {
 
 // Save = false (inference): the gates and W_hn h + b_hn are not written back,
@@ -151,4 +152,4 @@ void lstm_forward(const LstmForward& a, Math math) {
 
 void lstm_backward(const LstmBackward& a) { lstm_backward_impl(a); }
 
-}  // namespace attn::rnn_kernels
+}  // namespace attn::rnn_kernels::ATTN_SIMD_ISA

@@ -1,7 +1,8 @@
 // Gate kernels of the fused recurrent ops (rnn_ops.cpp): one time step of a
 // GRU or LSTM over the n active rows of a packed batch, forward and backward.
 // No autograd, no allocation, no threading: the driver owns the buffers, the
-// GEMMs and the threads. A call covers the hidden units [k_begin, k_end) of
+// GEMMs and the threads. Compiled per instruction set and chosen at run time
+// (cpu/dispatch.h): the inline functions below call the build for cpu::isa(). A call covers the hidden units [k_begin, k_end) of
 // every row (the driver gives each thread its own slice of hidden units, for
 // all gates of those units), so that a thread's gate pass reads only the GEMM
 // columns that thread computed itself.
@@ -19,6 +20,8 @@
 // evaluate no transcendental function, so they have one version.
 #pragma once
 #include <cstdint>
+
+#include "attn/cpu/dispatch.h"
 
 namespace attn::rnn_kernels {
 
@@ -43,7 +46,8 @@ struct GruForward {
   float* const* y_rows = nullptr;      // [n] row j's h' goes to y_rows[j][0:H] ...
   float* const* next_rows = nullptr;   // [n] ... and to next_rows[j][0:H] (next h_prev, or h_n)
 };
-void gru_forward(const GruForward& a, Math math = Math::Fast);
+ATTN_ISA_DECLARE(void gru_forward(const GruForward& a, Math math);)
+inline void gru_forward(const GruForward& a, Math math = Math::Fast) { ATTN_ISA_CALL(gru_forward, a, math); }
 
 // Backward of one GRU step. dh_total = dh + dy (the output at this step and
 // the carry from step t+1). With dn_pre, dr_pre, dz_pre the gradients of the
@@ -65,7 +69,8 @@ struct GruBackward {
   float* dgx = nullptr;                // [n, 3H] out
   float* dgh = nullptr;                // [n, 3H] out
 };
-void gru_backward(const GruBackward& a);
+ATTN_ISA_DECLARE(void gru_backward(const GruBackward& a);)
+inline void gru_backward(const GruBackward& a) { ATTN_ISA_CALL(gru_backward, a); }
 
 // LSTM step, PyTorch torch.nn.LSTM equations (Hochreiter & Schmidhuber 1997;
 // forget gate of Gers et al. 2000; no peepholes):
@@ -88,7 +93,8 @@ struct LstmForward {
   float* const* next_rows = nullptr;   // [n] ... and here (next h_prev, or h_n)
   float* const* c_rows = nullptr;      // [n] c' goes here (next c_prev, or c_n)
 };
-void lstm_forward(const LstmForward& a, Math math = Math::Fast);
+ATTN_ISA_DECLARE(void lstm_forward(const LstmForward& a, Math math);)
+inline void lstm_forward(const LstmForward& a, Math math = Math::Fast) { ATTN_ISA_CALL(lstm_forward, a, math); }
 
 // Backward of one LSTM step. dh_total = dh + dy, tc = tanh(c'):
 //   dc_total = dc + dh_total o (1 - tc^2)
@@ -108,6 +114,7 @@ struct LstmBackward {
   float* dc = nullptr;                 // [n, H] in: carry d(loss)/d(c'); out: dc_prev
   float* dgates = nullptr;             // [n, 4H] out: gradient of the pre-activations (x and h side alike)
 };
-void lstm_backward(const LstmBackward& a);
+ATTN_ISA_DECLARE(void lstm_backward(const LstmBackward& a);)
+inline void lstm_backward(const LstmBackward& a) { ATTN_ISA_CALL(lstm_backward, a); }
 
 }  // namespace attn::rnn_kernels

@@ -16,7 +16,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
-namespace attn::rows_gemm {
+namespace attn::rows_gemm::ATTN_SIMD_ISA {
 namespace {
 
 using namespace simd;
@@ -80,4 +80,4 @@ void gemm_wt(int64_t m, int64_t K, const float* a, int64_t lda, const float* w, 
   }
 }
 
-}  // namespace attn::rows_gemm
+}  // namespace attn::rows_gemm::ATTN_SIMD_ISA

@@ -114,7 +114,7 @@ template <Lanes V> inline V neg(V a) { return -a; }
 
 template <Float F> inline F fmadd(F a, F b, F c) {
 #if defined(__FMA__)
-  return std::fma(a, b, c);
+  return __builtin_fmaf(a, b, c);
 #else
   return a * b + c;
 #endif
@@ -123,23 +123,23 @@ template <Float F> inline F reciprocal(F x) { return 1.0f / x; }
 // as the vector instructions: the second operand when either is NaN
 template <Float F> inline F max(F a, F b) { return a > b ? a : b; }
 template <Float F> inline F min(F a, F b) { return a < b ? a : b; }
-template <Float F> inline F abs(F x) { return std::fabs(x); }
+template <Float F> inline F abs(F x) { return __builtin_fabsf(x); }
 // |mag| with the sign of sgn
-template <Float F> inline F copysign(F mag, F sgn) { return std::copysign(mag, sgn); }
+template <Float F> inline F copysign(F mag, F sgn) { return __builtin_copysignf(mag, sgn); }
 template <Float F> inline bool lt(F a, F b) { return a < b; }
 template <Float F> inline bool eq(F a, F b) { return a == b; }
 template <Float F> inline F select(bool m, F if_true, F if_false) { return m ? if_true : if_false; }
 // x rounded to the nearest integer, ties to even (|x| < 2^22 without SSE4.1)
 template <Float F> inline F round_nearest(F x) {
 #if defined(__SSE4_1__)
-  return std::nearbyint(x);  // vectorises as roundps / vrndscaleps
+  return __builtin_nearbyintf(x);  // vectorises as roundps / vrndscaleps
 #else
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23: adding it leaves no fraction bits
   return (x + kMagic) - kMagic;
 #endif
 }
 // x * 2^n for integral n in [-126, 127]: the power of two built in the exponent bits
-template <Float F> inline F scale_pow2(F x, F n) { return x * std::bit_cast<float>((int32_t(n) + 127) << 23); }
+template <Float F> inline F scale_pow2(F x, F n) { return x * __builtin_bit_cast(float, (int32_t(n) + 127) << 23); }
 
 // ---- vectors ----
 
@@ -205,7 +205,7 @@ inline float reduce_max(vf v) {
   alignas(32) float lanes[kLanes];
   store(lanes, v);
   float m = lanes[0];
-  for (int l = 1; l < kLanes; ++l) m = std::max(m, lanes[l]);
+  for (int l = 1; l < kLanes; ++l) m = lanes[l] > m ? lanes[l] : m;
   return m;
 }
 inline vf iota() { return _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7); }
@@ -229,11 +229,11 @@ inline vf iota() { return 0.0f; }
 
 // max of x[0..n), -inf for n == 0
 inline float max_of(const float* x, int64_t n) {
-  vf vmx = set1(-std::numeric_limits<float>::infinity());
+  vf vmx = set1(-__builtin_inff());
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes) vmx = max(vmx, load(x + i));
   float mx = reduce_max(vmx);
-  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  for (; i < n; ++i) mx = x[i] > mx ? x[i] : mx;
   return mx;
 }
 
