@@ -4,10 +4,13 @@
 # moved package the way a user elsewhere would meet it:
 #   1. no installed .cmake file names a path outside the prefix: /usr/, the
 #      build or source tree, or the prefix before the move;
-#   2. find_package(attn) from tests/install_consumer with the private
+#   2. no installed header includes a private dependency's header, and no
+#      internal header (kernels, detail, simd/, config/, cli/, bench/) is installed;
+#   3. find_package(attn) from tests/install_consumer with the private
 #      dependencies made unfindable (a shared attn must not ask for them; a
-#      static one must), the consumer built and run;
-#   3. the moved bin/attn runs (RPATH $ORIGIN/../lib).
+#      static one must), every installed header compiled alone, the consumer
+#      built and run;
+#   4. the moved bin/attn runs (RPATH $ORIGIN/../lib).
 # Usage: run.sh BUILD_DIR SOURCE_DIR shared|static
 set -euo pipefail
 build_dir=$1 source_dir=$2 kind=$3
@@ -28,7 +31,15 @@ for path in /usr/ "$build_dir" "$source_dir" "$tmp/installed"; do
   if grep -rn --include='*.cmake' -F "$path" "$prefix"; then fail "an installed .cmake file names $path (above)"; fi
 done
 
-# 2. The consumer
+# 2. Public headers only
+if grep -rnE '#include *[<"](omp\.h|cblas\.h|nlohmann/|yaml-cpp/|zlib\.h|sentencepiece)' "$prefix/include"; then
+  fail "an installed header includes a private dependency's header (above)"
+fi
+internal=$(cd "$prefix/include" && find . -name '*kernels.h' -o -name '*detail*' -o -path '*/simd/*' -o -path '*/cli/*' \
+  -o -path '*/bench/*' -o -path '*/config/*')
+[ -z "$internal" ] || fail "internal headers installed: $internal"
+
+# 3. The consumer, and every installed header on its own
 disable=()
 if [ "$kind" = shared ]; then
   for dep in OpenMP nlohmann_json ZLIB yaml-cpp PkgConfig; do disable+=("-DCMAKE_DISABLE_FIND_PACKAGE_$dep=TRUE"); done
@@ -41,7 +52,7 @@ grep -qxF "attn_DIR:PATH=$prefix/lib/cmake/attn" "$tmp/build/CMakeCache.txt" ||
 cmake --build "$tmp/build" -j 2 >"$tmp/build.log" 2>&1 || { cat "$tmp/build.log"; fail "building the consumer failed (above)"; }
 "$tmp/build/consumer"
 
-# 3. The installed command
+# 4. The installed command
 attn=$prefix/bin/attn
 if [ "$kind" = shared ]; then
   ldd "$attn" | grep -F libattn | grep -qF "$prefix/" || fail "bin/attn loads libattn from elsewhere: $(ldd "$attn")"
