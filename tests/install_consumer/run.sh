@@ -10,10 +10,12 @@
 #      dependencies made unfindable (a shared attn must not ask for them; a
 #      static one must), every installed header compiled alone, the consumer
 #      built and run;
-#   4. the moved bin/attn runs (RPATH $ORIGIN/../lib).
-# Usage: run.sh BUILD_DIR SOURCE_DIR shared|static
+#   4. the moved bin/attn runs (RPATH $ORIGIN/../lib), runs a benchmark, takes
+#      its peer scripts from the moved share/attn/peers and names a missing
+#      --peer-dir; the build tree's attn takes them from the source tree.
+# Usage: run.sh BUILD_DIR SOURCE_DIR shared|static DATADIR
 set -euo pipefail
-build_dir=$1 source_dir=$2 kind=$3
+build_dir=$1 source_dir=$2 kind=$3 datadir=$4
 consumer_dir=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -58,4 +60,16 @@ if [ "$kind" = shared ]; then
   ldd "$attn" | grep -F libattn | grep -qF "$prefix/" || fail "bin/attn loads libattn from elsewhere: $(ldd "$attn")"
 fi
 "$attn" --help >/dev/null || fail "bin/attn --help failed"
+"$attn" bench gemm --no-peers --repeats 1 >"$tmp/bench.jsonl" || fail "bin/attn bench gemm failed"
+[ "$(grep -c '"bench":"sgemm"' "$tmp/bench.jsonl")" = 2 ] || fail "bin/attn bench gemm printed: $(cat "$tmp/bench.jsonl")"
+peers=$("$attn" bench --print-peer-dir)
+[ "$(realpath "$peers")" = "$(realpath "$prefix/$datadir/attn/peers")" ] ||
+  fail "bin/attn would run the peer scripts in $peers, not in $prefix/$datadir/attn/peers"
+for script in "$source_dir"/bench/peers/*.py; do
+  [ -f "$peers/$(basename "$script")" ] || fail "$(basename "$script") is not installed in $peers"
+done
+if out=$("$attn" bench --print-peer-dir --peer-dir "$tmp/no-peers" 2>&1); then fail "a missing --peer-dir was accepted"; fi
+grep -qF "$tmp/no-peers" <<<"$out" || fail "a missing --peer-dir is not named in the error: $out"
+[ "$("$build_dir/attn" bench --print-peer-dir)" = "$source_dir/bench/peers" ] ||
+  fail "the build tree's attn does not take the source tree's peer scripts"
 echo "install test: $kind attn installed, moved to $prefix and used from there"

@@ -14,7 +14,7 @@ struct BenchOptions {
   int repeats = 10;         // timed calls after warm-up; the median is reported
   bool run_peers = true;    // also run the PyTorch peer scripts
   std::string python = "/usr/bin/python3";  // interpreter that has python3-torch
-  std::string peer_dir;     // folder of the peer scripts (bench/peers)
+  std::string peer_dir;     // folder of the peer scripts (find_peer_dir)
   bool large = false;       // also the long shapes (attention: L=4096 and L=16384; minutes)
 };
 
@@ -23,6 +23,13 @@ double median_ms(const std::function<void()>& fn, int repeats, int warmup = 2);
 
 // Prints `j` as one line and flushes (so a long run streams its results).
 void emit(const nlohmann::json& j);
+
+// The folder of the peer scripts: `requested` when not empty (--peer-dir), else
+// the installed one beside the running command (<bin>/../share/attn/peers, found
+// from /proc/self/exe, so a moved install prefix still finds its own), else the
+// source tree's bench/peers (the command run from the build tree). Throws
+// std::runtime_error naming every folder tried when none of them exists.
+std::string find_peer_dir(const std::string& requested);
 
 // Runs a peer script with PyTorch's best environment (tcmalloc preloaded,
 // OPENBLAS_THREAD_TIMEOUT=4, OMP_WAIT_POLICY=passive) and echoes its JSON lines.
