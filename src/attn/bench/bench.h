@@ -14,7 +14,7 @@ struct BenchOptions {
   int repeats = 10;         // timed calls after warm-up; the median is reported
   bool run_peers = true;    // also run the PyTorch peer scripts
   std::string python = "/usr/bin/python3";  // interpreter that has python3-torch
-  std::string peer_dir;     // folder of the peer scripts (bench/peers)
+  std::string peer_dir;     // folder of the peer scripts (find_peer_dir)
   bool large = false;       // also the long shapes (attention: L=4096 and L=16384; minutes)
 };
 
@@ -24,6 +24,9 @@ double median_ms(const std::function<void()>& fn, int repeats, int warmup = 2);
 // Prints `j` as one line and flushes (so a long run streams its results).
 void emit(const nlohmann::json& j);
 
+// 'text' for /bin/sh, so that an install prefix with spaces or quotes still runs
+std::string shell_quote(const std::string& text);
+
 // Runs `cmd` in a shell and echoes (and returns) the JSON lines it prints; other
 // lines go to stderr prefixed with `who`, a failure is emitted as {"impl": who, "error": ..}.
 std::vector<nlohmann::json> run_lines(const std::string& cmd, const std::string& who);
@@ -31,6 +34,13 @@ std::vector<nlohmann::json> run_lines(const std::string& cmd, const std::string&
 // What every figure is measured on: CPU model, instruction set in use and
 // detected, the BLAS with its core type and who chose it.
 nlohmann::json machine_record();
+
+// The folder of the peer scripts: `requested` when not empty (--peer-dir), else
+// the installed one beside the running command (<bin>/../share/attn/peers, found
+// from /proc/self/exe, so a moved install prefix still finds its own), else the
+// source tree's bench/peers (the command run from the build tree). Throws
+// std::runtime_error naming every folder tried when none of them exists.
+std::string find_peer_dir(const std::string& requested);
 
 // Runs a peer script with PyTorch's best environment (tcmalloc preloaded,
 // OPENBLAS_THREAD_TIMEOUT=4, OMP_WAIT_POLICY=passive, our OPENBLAS_CORETYPE, and

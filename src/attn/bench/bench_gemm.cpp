@@ -43,7 +43,7 @@ void bench_gemm(const BenchOptions& opt) {
     emit(j);
   }
   if (reference || !opt.run_peers) return;
-  std::string cmd = std::string("ATTN_BENCH_GEMM_REFERENCE=1 ATTN_BLAS_CORETYPE=") + best_core() + " " + self_path() +
+  std::string cmd = std::string("ATTN_BENCH_GEMM_REFERENCE=1 ATTN_BLAS_CORETYPE=") + best_core() + " " + shell_quote(self_path()) +
                     " bench gemm --no-peers --threads " + std::to_string(opt.threads) + " --repeats " +
                     std::to_string(opt.repeats);
   for (const auto& j : run_lines(cmd, "openblas-env"))

@@ -1,9 +1,11 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include "attn/bench/bench.h"
 #include "attn/cpu/blas.h"
@@ -22,6 +24,30 @@ double median_ms(const std::function<void()>& fn, int repeats, int warmup) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+std::string find_peer_dir(const std::string& requested) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> tried;
+  if (!requested.empty()) {
+    tried.push_back(requested);
+  } else {
+    std::error_code ec;
+    fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (!ec) tried.push_back((exe.parent_path() / ATTN_PEERS_FROM_BIN).lexically_normal());
+    tried.push_back(fs::path(ATTN_SOURCE_DIR) / "bench" / "peers");
+  }
+  for (const auto& dir : tried)
+    if (fs::is_directory(dir)) return dir.string();
+  std::string msg = "bench: no folder of peer scripts at ";
+  for (size_t i = 0; i < tried.size(); ++i) msg += (i ? " nor at " : "") + tried[i].string();
+  throw std::runtime_error(msg + " (--peer-dir DIR names one; --no-peers runs without the peers)");
+}
+
+std::string shell_quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
 }
 
 void emit(const nlohmann::json& j) {
@@ -67,7 +93,7 @@ std::string peer_environment() {
 }
 
 std::vector<nlohmann::json> run_peer(const BenchOptions& opt, const std::string& script, const std::string& args) {
-  std::string cmd = peer_environment() + " " + opt.python + " " + opt.peer_dir + "/" + script + " --threads " +
+  std::string cmd = peer_environment() + " " + opt.python + " " + shell_quote(opt.peer_dir + "/" + script) + " --threads " +
                     std::to_string(opt.threads) + " --repeats " + std::to_string(opt.repeats) + " " + args;
   return run_lines(cmd, "torch");
 }

@@ -10,7 +10,8 @@ void add_bench_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("bench", "benchmarks: JSON lines on stdout, peers measured in the same run");
   auto opt = std::make_shared<bench::BenchOptions>();
   auto suites = std::make_shared<std::vector<std::string>>();
-  opt->peer_dir = std::string(ATTN_SOURCE_DIR) + "/bench/peers";
+  auto peer_dir = std::make_shared<std::string>();
+  auto print_peer_dir = std::make_shared<bool>(false);
   cmd->add_option("suites", *suites, "what to run: gemm, gru, attention, train, decode (default: all)");
   auto shapes = std::make_shared<std::vector<std::string>>(std::vector<std::string>{"lean"});
   auto batch = std::make_shared<int64_t>(64);
@@ -25,7 +26,15 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("!--no-peers", opt->run_peers, "skip the PyTorch peer");
   cmd->add_flag("--large", opt->large, "also the long shapes (minutes)");
   cmd->add_option("--python", opt->python, "interpreter with python3-torch")->capture_default_str();
-  cmd->callback([opt, suites, shapes, batch, dec_batches, beams] {
+  cmd->add_option("--peer-dir", *peer_dir,
+                  "folder of the peer scripts (default: " ATTN_PEERS_FROM_BIN
+                  " beside the attn command when installed, else the source tree's bench/peers)");
+  cmd->add_flag("--print-peer-dir", *print_peer_dir, "print the folder of the peer scripts that would run, and exit");
+  cmd->callback([opt, suites, shapes, batch, dec_batches, beams, peer_dir, print_peer_dir] {
+    if (*print_peer_dir) {
+      std::cout << bench::find_peer_dir(*peer_dir) << "\n";
+      return;
+    }
     std::set<std::string> want(suites->begin(), suites->end());
     auto run = [&](const std::string& name) { return want.empty() || want.count(name); };
     for (const auto& s : want)
@@ -33,6 +42,7 @@ void add_bench_command(CLI::App& app) {
         throw std::invalid_argument("bench: unknown suite '" + s + "' (gemm, gru, attention, train, decode)");
     for (const auto& m : *shapes)
       if (m != "lean" && m != "tutorial") throw std::invalid_argument("bench: unknown model shape '" + m + "'");
+    if (opt->run_peers) opt->peer_dir = bench::find_peer_dir(*peer_dir);  // before minutes of our own runs
     if (run("gemm")) bench::bench_gemm(*opt);
     if (run("gru")) bench::bench_gru(*opt);
     if (run("attention")) bench::bench_attention(*opt);
