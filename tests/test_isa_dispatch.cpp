@@ -112,3 +112,151 @@ TEST(IsaDispatch, GruGatesEveryBuildMatchesTheExactKernel) {
 }
 
 }  // namespace
+
+// ---- the attention kernels ----
+// Every build of each kernel against the double loops of attention_reference.h
+// (or one written here), on shapes with a tail in every vector loop. Scratch
+// memory comes filled with NaN: a kernel that reads scratch it did not write
+// shows it. Tolerances: float accumulation against double, the same for every
+// build (tests/test_attention_fused.cpp and test_attention_reference.cpp use them).
+#include "attention_reference.h"
+#include "attn/attention/flash_kernels.h"
+#include "attn/tensor/threading.h"
+
+namespace {
+
+using attn::testing::AdditiveReference;
+using attn::testing::SdpaMask;
+using attn::testing::SdpaReference;
+namespace flash = attn::attention::flash;
+
+// A kernel's scratch from a vector, handed out full of NaN
+attention::KernelScratch nan_scratch(std::vector<float>& buf) {
+  return {[](void* ctx, int64_t floats) -> float* {
+            auto* v = static_cast<std::vector<float>*>(ctx);
+            v->assign(size_t(floats), std::nanf(""));
+            return v->data();
+          },
+          &buf};
+}
+
+std::vector<float> to_vec(const Tensor& t) { return std::vector<float>(t.data(), t.data() + t.numel()); }
+
+struct FlashCase {
+  const char* label;
+  int64_t B, H, Lq, Lk, D, Dv;
+  bool causal = false;
+  bool lengths = false;  // key lengths, one of them 0 when B > 1
+  int keep = 0;          // 0 none, 1 [B, 1, 1, Lk], 2 [B, H, Lq, Lk] with a fully masked row
+  float dropout = 0.0f;
+  bool packed = false;  // q, k, v inside one [B, L, 3, H, D] buffer (strided rows; Lq = Lk, D = Dv)
+};
+
+const FlashCase kFlashCases[] = {
+    // 32-lane query blocks; D, Dv, Lk not multiples of any vector width (padded row copies)
+    {"short, padding mask, dropout", 2, 2, 29, 70, 20, 12, false, false, 1, 0.3f},
+    // 64-lane blocks with a partial last block, causal, a row of length 0
+    {"causal, lengths", 2, 1, 67, 131, 16, 24, true, true},
+    // D = 64: Q and dO rows used in place; a query that sees no key
+    {"full mask, in place", 1, 2, 70, 45, 64, 64, false, false, 2},
+    // one (b, h) on two threads: key ranges and the dQ partial sums
+    {"one head, key ranges, dropout", 1, 1, 130, 200, 32, 48, false, true, 0, 0.2f},
+    // the kernel reading strided keys and values itself (the glue copies them first)
+    {"packed heads, causal", 2, 2, 40, 40, 8, 8, true, false, 0, 0.0f, true},
+};
+
+// contiguous [B, H, L, W] <-> the element (b, h, i, d) at l.sb b + l.sh h + l.si i + d of buf
+void scatter(const float* src, int64_t B, int64_t H, int64_t L, int64_t W, flash::Layout l, float* buf) {
+  for (int64_t bh = 0; bh < B * H; ++bh)
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t d = 0; d < W; ++d) buf[(bh / H) * l.sb + (bh % H) * l.sh + i * l.si + d] = src[(bh * L + i) * W + d];
+}
+std::vector<float> gather(const float* buf, int64_t B, int64_t H, int64_t L, int64_t W, flash::Layout l) {
+  std::vector<float> out(size_t(B * H * L * W));
+  for (int64_t bh = 0; bh < B * H; ++bh)
+    for (int64_t i = 0; i < L; ++i)
+      for (int64_t d = 0; d < W; ++d)
+        out[size_t((bh * L + i) * W + d)] = buf[(bh / H) * l.sb + (bh % H) * l.sh + i * l.si + d];
+  return out;
+}
+
+// flash::kernels forward and backward of every build against sdpa_reference
+TEST(IsaDispatch, FlashEveryBuildMatchesTheReference) {
+  const int saved_threads = num_threads();
+  set_num_threads(2);  // one (b, h) splits its keys into ranges
+  for (const FlashCase& c : kFlashCases) {
+    SCOPED_TRACE(c.label);
+    Rng rng(31 + uint64_t(c.Lq));
+    Tensor q = randn({c.B, c.H, c.Lq, c.D}, rng), k = randn({c.B, c.H, c.Lk, c.D}, rng),
+           v = randn({c.B, c.H, c.Lk, c.Dv}, rng), dout = randn({c.B, c.H, c.Lq, c.Dv}, rng);
+    SdpaMask mask;
+    mask.causal = c.causal;
+    std::vector<float> lengths;
+    for (int64_t b = 0; c.lengths && b < c.B; ++b) {
+      lengths.push_back(b == 1 ? 0.0f : float(1 + rng.below(uint64_t(c.Lk))));
+      mask.key_lengths.push_back(int64_t(lengths.back()));
+    }
+    if (c.keep == 1) mask.keep = Tensor::empty({c.B, 1, 1, c.Lk});
+    if (c.keep == 2) mask.keep = Tensor::empty({c.B, c.H, c.Lq, c.Lk});
+    for (int64_t i = 0; c.keep && i < mask.keep.numel(); ++i) mask.keep.data()[i] = rng.uniform() < 0.3f ? 0.0f : 1.0f;
+    if (c.keep == 2)
+      for (int64_t j = 0; j < c.Lk; ++j) mask.keep.data()[3 * c.Lk + j] = 0.0f;  // row 3 sees nothing
+    const uint64_t seed = 4242;
+    const float scale = 1.0f / std::sqrt(float(c.D));
+    const SdpaReference ref = attn::testing::sdpa_reference(q, k, v, scale, mask, c.dropout, seed, dout);
+
+    flash::Problem p;
+    p.B = c.B, p.H = c.H, p.Lq = c.Lq, p.Lk = c.Lk, p.D = c.D, p.Dv = c.Dv, p.scale = scale;
+    p.causal = c.causal, p.dropout = c.dropout, p.seed = seed;
+    p.key_lengths = c.lengths ? lengths.data() : nullptr;
+    if (c.keep) {
+      p.mask = mask.keep.data();
+      p.mask_sb = c.keep == 1 ? c.Lk : c.H * c.Lq * c.Lk, p.mask_sh = c.keep == 1 ? 0 : c.Lq * c.Lk;
+      p.mask_si = c.keep == 1 ? 0 : c.Lk, p.mask_sj = 1;
+    }
+    const int64_t E = c.H * c.D, L = c.Lq;
+    std::vector<float> in, gin;  // q, k, v (and their gradients) in one buffer each
+    if (c.packed) {
+      p.lq = p.lk = p.lv = {L * 3 * E, c.D, 3 * E};
+      p.lo = {L * E, c.D, E};
+      in.resize(size_t(c.B * L * 3 * E));
+      scatter(q.data(), c.B, c.H, L, c.D, p.lq, in.data());
+      scatter(k.data(), c.B, c.H, L, c.D, p.lk, in.data() + E);
+      scatter(v.data(), c.B, c.H, L, c.D, p.lv, in.data() + 2 * E);
+    } else {
+      flash::set_contiguous(p);
+      in = to_vec(q);
+      for (const Tensor& t : {k, v}) in.insert(in.end(), t.data(), t.data() + t.numel());
+    }
+    const int64_t k_at = c.packed ? E : q.numel(), v_at = c.packed ? 2 * E : q.numel() + k.numel();
+    p.q = in.data(), p.k = in.data() + k_at, p.v = in.data() + v_at;
+    std::vector<float> dO(size_t(c.B * c.H * c.Lq * c.Dv));
+    scatter(dout.data(), c.B, c.H, c.Lq, c.Dv, p.lo, dO.data());
+
+    for (cpu::Isa isa : runnable_isas()) {
+      SCOPED_TRACE(cpu::isa_name(isa));
+      auto fwd = isa == cpu::Isa::avx512 ? flash::kernels::avx512::forward
+                 : isa == cpu::Isa::avx2 ? flash::kernels::avx2::forward
+                                         : flash::kernels::scalar::forward;
+      auto bwd = isa == cpu::Isa::avx512 ? flash::kernels::avx512::backward
+                 : isa == cpu::Isa::avx2 ? flash::kernels::avx2::backward
+                                         : flash::kernels::scalar::backward;
+      std::vector<float> out(dO.size(), std::nanf("")), lse(size_t(c.B * c.H * c.Lq)), scratch;
+      std::vector<float> grads(in.size(), std::nanf(""));  // every element of the three views is written
+      fwd(p, out.data(), lse.data(), nan_scratch(scratch));
+      bwd(p, p.lk, p.lv, out.data(), dO.data(), lse.data(), grads.data(), grads.data() + k_at, grads.data() + v_at,
+          nan_scratch(scratch));
+      const std::vector<float> got[] = {gather(out.data(), c.B, c.H, c.Lq, c.Dv, p.lo),
+                                        gather(grads.data(), c.B, c.H, c.Lq, c.D, p.lq),
+                                        gather(grads.data() + k_at, c.B, c.H, c.Lk, c.D, p.lk),
+                                        gather(grads.data() + v_at, c.B, c.H, c.Lk, c.Dv, p.lv)};
+      const Tensor* want[] = {&ref.out, &ref.dq, &ref.dk, &ref.dv};
+      const char* names[] = {"out", "dq", "dk", "dv"};
+      for (int i = 0; i < 4; ++i)  // as test_attention_fused.cpp: 2e-3 relative, floor 1e-2 of the scale
+        EXPECT_REL_CLOSE(got[i], to_vec(*want[i]), 2e-3, 1e-2, 1e-2, names[i]);
+    }
+  }
+  set_num_threads(saved_threads);
+}
+
+}  // namespace
