@@ -120,6 +120,7 @@ TEST(IsaDispatch, GruGatesEveryBuildMatchesTheExactKernel) {
 // shows it. Tolerances: float accumulation against double, the same for every
 // build (tests/test_attention_fused.cpp and test_attention_reference.cpp use them).
 #include "attention_reference.h"
+#include "attn/attention/additive_step_kernels.h"
 #include "attn/attention/flash_kernels.h"
 #include "attn/tensor/threading.h"
 
@@ -257,6 +258,97 @@ TEST(IsaDispatch, FlashEveryBuildMatchesTheReference) {
     }
   }
   set_num_threads(saved_threads);
+}
+
+// simd::kLanes of each build
+int lanes_of(cpu::Isa isa) { return isa == cpu::Isa::avx512 ? 16 : isa == cpu::Isa::avx2 ? 8 : 1; }
+
+using StepFwd = void (*)(const attention::additive_step_kernels::Forward&);
+using StepBwd = void (*)(const attention::additive_step_kernels::Backward&);
+using StepProj = bool (*)(int64_t, int64_t, int64_t, const float*, const float*, float*,
+                          const attention::KernelScratch&);
+struct StepBuild {
+  StepProj project_query;
+  StepFwd forward;
+  StepBwd backward;
+};
+StepBuild step_build(cpu::Isa isa) {
+  namespace k = attention::additive_step_kernels;
+  if (isa == cpu::Isa::avx512) return {k::avx512::project_query, k::avx512::forward, k::avx512::backward};
+  if (isa == cpu::Isa::avx2) return {k::avx2::project_query, k::avx2::forward, k::avx2::backward};
+  return {k::scalar::project_query, k::scalar::forward, k::scalar::backward};
+}
+
+// additive_step_kernels::project_query of every build: the register tile for
+// kLanes <= B <= 128 (against a double product), false (nothing written) otherwise
+TEST(IsaDispatch, AdditiveStepQueryProjectionEveryBuild) {
+  Rng rng(12);
+  const int64_t Qd = 37, A = 45;  // tails in both transposes' 8 x 8 blocks
+  const std::vector<float> W1 = random_vec(A * Qd, rng);
+  for (int64_t B : {1, 7, 13, 64, 128, 129}) {
+    const std::vector<float> query = random_vec(B * Qd, rng);
+    std::vector<float> ref(size_t(B * A));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t a = 0; a < A; ++a) {
+        double s = 0;
+        for (int64_t i = 0; i < Qd; ++i) s += double(query[size_t(b * Qd + i)]) * W1[size_t(a * Qd + i)];
+        ref[size_t(b * A + a)] = float(s);
+      }
+    for (cpu::Isa isa : runnable_isas()) {
+      std::vector<float> qp(size_t(B * A), std::nanf("")), scratch;
+      const bool tiled =
+          step_build(isa).project_query(B, Qd, A, query.data(), W1.data(), qp.data(), nan_scratch(scratch));
+      EXPECT_EQ(tiled, B >= lanes_of(isa) && B <= 128) << cpu::isa_name(isa) << " B=" << B;
+      if (tiled) EXPECT_LE(compare(qp, ref, 1e-5, 1e-5).max_abs, 2e-5) << cpu::isa_name(isa) << " B=" << B;
+    }
+  }
+}
+
+// additive_step_kernels forward and backward of every build against
+// additive_reference with identity projections (W1 = W2 = I, no bias: query is
+// qp and keys are kp, so its dquery and dkeys are the kernel's dqp and dkp);
+// lengths 13, 0, 1 and random; with both gradients, the context's only, the weights' only
+TEST(IsaDispatch, AdditiveStepEveryBuildMatchesTheReference) {
+  const int64_t B = 5, Lk = 13, Dv = 9, A = 20;  // A = 20, Dv = 9: vector lanes and a tail
+  Rng rng(13);
+  Tensor qp = randn({B, A}, rng), kp = randn({B, Lk, A}, rng), values = randn({B, Lk, Dv}, rng), v = randn({A}, rng),
+         eye = Tensor::zeros({A, A});
+  for (int64_t a = 0; a < A; ++a) eye.data()[a * A + a] = 1.0f;
+  std::vector<int64_t> lengths = {Lk, 0, 1, 1 + int64_t(rng.below(Lk)), 1 + int64_t(rng.below(Lk))};
+  std::vector<float> len(lengths.begin(), lengths.end());
+  const Tensor dctx = randn({B, Dv}, rng), dw = randn({B, Lk}, rng);
+  for (int grads = 0; grads < 3; ++grads) {  // 0: both, 1: context only, 2: weights only
+    SCOPED_TRACE(grads == 0 ? "both gradients" : grads == 1 ? "context gradient" : "weights gradient");
+    const Tensor dc = grads == 2 ? Tensor::zeros({B, Dv}) : dctx, dwt = grads == 1 ? Tensor::zeros({B, Lk}) : dw;
+    const AdditiveReference r =
+        attn::testing::additive_reference(qp, kp, values, eye, eye, Tensor(), v, lengths, dc, dwt);
+    for (cpu::Isa isa : runnable_isas()) {
+      SCOPED_TRACE(cpu::isa_name(isa));
+      std::vector<float> w(size_t(B * Lk), std::nanf("")), ctx(size_t(B * Dv), std::nanf(""));
+      attention::additive_step_kernels::Forward f;
+      f.B = B, f.Lk = Lk, f.A = A, f.Dv = Dv, f.qp = qp.data(), f.kp = kp.data(), f.values = values.data();
+      f.v = v.data(), f.lengths = len.data(), f.weights = w.data(), f.context = ctx.data();
+      step_build(isa).forward(f);
+      EXPECT_REL_CLOSE(ctx, to_vec(r.context), 2e-4, 1e-2, 1e-6, "context");
+      EXPECT_REL_CLOSE(w, to_vec(r.weights), 2e-4, 1e-2, 1e-6, "weights");
+
+      std::vector<float> dkp(size_t(B * Lk * A), std::nanf("")), dval(size_t(B * Lk * Dv), std::nanf(""));
+      std::vector<float> dqp(size_t(B * A), 0.0f), dv_rows(size_t(B * A), 0.0f), da(size_t(B * Lk));
+      attention::additive_step_kernels::Backward g;
+      g.B = B, g.Lk = Lk, g.A = A, g.Dv = Dv, g.qp = qp.data(), g.kp = kp.data(), g.values = values.data();
+      g.v = v.data(), g.lengths = len.data(), g.weights = w.data();
+      g.dcontext = grads == 2 ? nullptr : dctx.data(), g.dweights = grads == 1 ? nullptr : dw.data();
+      g.dkp = dkp.data(), g.dvalues = dval.data(), g.dqp = dqp.data(), g.dv_rows = dv_rows.data(), g.da = da.data();
+      step_build(isa).backward(g);
+      std::vector<float> dv(size_t(A), 0.0f);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t a = 0; a < A; ++a) dv[size_t(a)] += dv_rows[size_t(b * A + a)];
+      EXPECT_REL_CLOSE(dqp, to_vec(r.dquery), 2e-4, 1e-2, 1e-6, "dqp");
+      EXPECT_REL_CLOSE(dkp, to_vec(r.dkeys), 2e-4, 1e-2, 1e-6, "dkp");
+      EXPECT_REL_CLOSE(dval, to_vec(r.dvalues), 2e-4, 1e-2, 1e-6, "dvalues");
+      EXPECT_REL_CLOSE(dv, to_vec(r.dv), 2e-4, 1e-2, 1e-6, "dv");
+    }
+  }
 }
 
 }  // namespace
