@@ -120,6 +120,7 @@ TEST(IsaDispatch, GruGatesEveryBuildMatchesTheExactKernel) {
 // shows it. Tolerances: float accumulation against double, the same for every
 // build (tests/test_attention_fused.cpp and test_attention_reference.cpp use them).
 #include "attention_reference.h"
+#include "attn/attention/additive_scores_kernels.h"
 #include "attn/attention/additive_step_kernels.h"
 #include "attn/attention/flash_kernels.h"
 #include "attn/tensor/threading.h"
@@ -348,6 +349,53 @@ TEST(IsaDispatch, AdditiveStepEveryBuildMatchesTheReference) {
       EXPECT_REL_CLOSE(dval, to_vec(r.dvalues), 2e-4, 1e-2, 1e-6, "dvalues");
       EXPECT_REL_CLOSE(dv, to_vec(r.dv), 2e-4, 1e-2, 1e-6, "dv");
     }
+  }
+}
+
+// additive_scores_kernels forward and backward of every build against a double
+// loop: e_ij = v^T tanh(qa_i + ka_j); de = 0 on some pairs (skipped by the kernel)
+TEST(IsaDispatch, AdditiveScoresEveryBuildMatchesTheReference) {
+  const int64_t BH = 3, Lq = 5, Lk = 7, A = 20;
+  Rng rng(14);
+  const std::vector<float> qa = random_vec(BH * Lq * A, rng), ka = random_vec(BH * Lk * A, rng), v = random_vec(A, rng);
+  std::vector<float> de = random_vec(BH * Lq * Lk, rng);
+  for (size_t i = 0; i < de.size(); i += 4) de[i] = 0.0f;
+  std::vector<double> e_d(de.size()), dqa_d(qa.size()), dka_d(ka.size()), dv_d(size_t(BH * A));
+  for (int64_t bh = 0; bh < BH; ++bh)
+    for (int64_t i = 0; i < Lq; ++i)
+      for (int64_t j = 0; j < Lk; ++j) {
+        const int64_t r = bh * Lq + i, kr = bh * Lk + j;
+        double s = 0;
+        for (int64_t a = 0; a < A; ++a) {
+          const double t = std::tanh(double(qa[size_t(r * A + a)]) + ka[size_t(kr * A + a)]);
+          const double d = de[size_t(r * Lk + j)], dz = d * v[size_t(a)] * (1.0 - t * t);
+          s += v[size_t(a)] * t;
+          dqa_d[size_t(r * A + a)] += dz;
+          dka_d[size_t(kr * A + a)] += dz;
+          dv_d[size_t(bh * A + a)] += d * t;
+        }
+        e_d[size_t(r * Lk + j)] = s;
+      }
+  auto to_float = [](const std::vector<double>& x) { return std::vector<float>(x.begin(), x.end()); };
+  const std::vector<float> e_ref = to_float(e_d), dqa_ref = to_float(dqa_d), dka_ref = to_float(dka_d),
+                           dv_ref = to_float(dv_d);
+  const attention::additive_scores_kernels::Scores s{BH, Lq, Lk, A, qa.data(), ka.data(), v.data()};
+  for (cpu::Isa isa : runnable_isas()) {
+    SCOPED_TRACE(cpu::isa_name(isa));
+    namespace k = attention::additive_scores_kernels;
+    auto fwd = isa == cpu::Isa::avx512 ? k::avx512::forward
+               : isa == cpu::Isa::avx2 ? k::avx2::forward
+                                       : k::scalar::forward;
+    auto bwd = isa == cpu::Isa::avx512 ? k::avx512::backward
+               : isa == cpu::Isa::avx2 ? k::avx2::backward
+                                       : k::scalar::backward;
+    std::vector<float> e(de.size(), std::nanf("")), dqa(qa.size(), 0.0f), dka(ka.size(), 0.0f), dv(dv_ref.size(), 0.0f);
+    fwd(s, e.data());
+    bwd(s, de.data(), dqa.data(), dka.data(), dv.data());
+    EXPECT_REL_CLOSE(e, e_ref, 2e-4, 1e-2, 1e-6, "e");
+    EXPECT_REL_CLOSE(dqa, dqa_ref, 2e-4, 1e-2, 1e-6, "dqa");
+    EXPECT_REL_CLOSE(dka, dka_ref, 2e-4, 1e-2, 1e-6, "dka");
+    EXPECT_REL_CLOSE(dv, dv_ref, 2e-4, 1e-2, 1e-6, "dv");
   }
 }
 

@@ -1,6 +1,7 @@
 // Row kernels of the additive score e = v^T tanh(qp + kp), shared by the fused
-// decoder step (additive_step.cpp), the fused score op (additive_scores.cpp) and
-// the rnnsearch decoder's training loop and search step (models/) (internal header).
+// decoder step (additive_step_kernels.cpp), the fused score op
+// (additive_scores_kernels.cpp) and the rnnsearch decoder's training loop and
+// search step (models/) (internal header).
 //
 // No std:: function here (std::max, std::fill, std::tanh, ...: inline functions
 // outside the ISA namespace, which an ISA source must not instantiate,
