@@ -300,7 +300,9 @@ TEST(IsaDispatch, AdditiveStepQueryProjectionEveryBuild) {
       const bool tiled =
           step_build(isa).project_query(B, Qd, A, query.data(), W1.data(), qp.data(), nan_scratch(scratch));
       EXPECT_EQ(tiled, B >= lanes_of(isa) && B <= 128) << cpu::isa_name(isa) << " B=" << B;
-      if (tiled) EXPECT_LE(compare(qp, ref, 1e-5, 1e-5).max_abs, 2e-5) << cpu::isa_name(isa) << " B=" << B;
+      if (tiled) {  // braces: EXPECT_LE is an if / else of its own
+        EXPECT_LE(compare(qp, ref, 1e-5, 1e-5).max_abs, 2e-5) << cpu::isa_name(isa) << " B=" << B;
+      }
     }
   }
 }
