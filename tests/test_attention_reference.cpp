@@ -11,6 +11,7 @@
 #include "attention_reference.h"
 #include "attn/attention/additive_step.h"
 #include "attn/autograd/ops.h"
+#include "attn/cpu/isa.h"
 #include "attn/tensor/random.h"
 #include "compare.h"
 
@@ -24,6 +25,8 @@ struct AdditiveCase {
   float shift = 0.0f;    // adds `shift` to every score (through unit 0, see below)
   double tol = 2e-4;     // observed: ~3e-5 at scores of O(1)
   bool one_hot = false;  // scores far apart: gradients only checked to be finite (see below)
+  // tol under the scalar build (cpu::isa() == scalar), when it must differ: see the cases
+  double scalar_tol = 0.0;
 };
 
 const AdditiveCase kAdditiveCases[] = {
@@ -32,9 +35,13 @@ const AdditiveCase kAdditiveCases[] = {
     {"blas_above_128_rows", 130},
     // a softmax without max-subtraction overflows (exp(1e3) = inf in float) or underflows to 0 / 0
     {"scores_shifted_up_1e3", 40, 1.0f, 1e3f, 2e-3},
-    // float's ulp at 1e4 is 1e-3: a score carries a few 1e-3 of rounding, the weights as much relative
-    {"scores_shifted_down_1e4_blas", 5, 1.0f, -1e4f, 3e-2},
-    {"scores_shifted_up_1e4_blas", 130, 1.0f, 1e4f, 3e-2},
+    // float's ulp at 1e4 is 1e-3: a score carries a few 1e-3 of rounding, the weights as much relative.
+    // The scalar build adds the A = 20 terms v_a tanh(.) one by one to a running sum of ~1e4 (19
+    // roundings of up to 5e-4); the vector builds add them on 16 or 8 lanes, where the sum is that
+    // large only in the reduction and the tail (7 or 8 roundings): seen 3.4e-2 under the scalar build
+    // (where B = 5 runs the register tile), 5e-2 admits it there only.
+    {"scores_shifted_down_1e4_blas", 5, 1.0f, -1e4f, 3e-2, false, 5e-2},
+    {"scores_shifted_up_1e4_blas", 130, 1.0f, 1e4f, 3e-2, false, 5e-2},
     {"scores_spread_1e4", 40, 2e3f, 0.0f, 1e-2, true},
 };
 
@@ -75,9 +82,10 @@ TEST_P(AdditiveStepReference, ContextWeightsAndGradients) {
   backward(add(sum_all(mul(o.context, dctx)), sum_all(mul(o.weights, dw))));
 
   const AdditiveReference r = additive_reference(query, keys, values, W1, W2, bias, v, lengths, dctx, dw);
+  const double tol = cpu::isa() == cpu::Isa::scalar && c.scalar_tol > 0 ? c.scalar_tol : c.tol;
   // relative to each element, with a floor of 1e-2 of the tensor's scale
-  EXPECT_REL_CLOSE(o.context, r.context, c.tol, 1e-2, 1e-6, "context");
-  EXPECT_REL_CLOSE(o.weights, r.weights, c.tol, 1e-2, 1e-6, "weights");
+  EXPECT_REL_CLOSE(o.context, r.context, tol, 1e-2, 1e-6, "context");
+  EXPECT_REL_CLOSE(o.weights, r.weights, tol, 1e-2, 1e-6, "weights");
   const Tensor* ref[] = {&r.dquery, &r.dkeys, &r.dvalues, &r.dW1, &r.dW2, &r.dbias, &r.dv};
   const char* names[] = {"dquery", "dkeys", "dvalues", "dW1", "dW2", "dbias", "dv"};
   for (size_t i = 0; i < in.size(); ++i) {
@@ -91,7 +99,7 @@ TEST_P(AdditiveStepReference, ContextWeightsAndGradients) {
     if (c.shift != 0.0f && (i == 3 || i == 4 || i == 5)) {  // W1, W2, bias: rows 1.. (unit 0 is the shift)
       got = slice(got, 0, 1, A - 1), want = slice(want, 0, 1, A - 1);
     }
-    EXPECT_REL_CLOSE(got, want, c.tol, 1e-2, 1e-6, names[i]);
+    EXPECT_REL_CLOSE(got, want, tol, 1e-2, 1e-6, names[i]);
   }
   // the checks can fail: the weights of a row sum to 1 (0 for the empty row)
   for (int64_t b = 0; b < B; ++b) {

@@ -1,11 +1,13 @@
 // Row kernels of the additive score e = v^T tanh(qp + kp), shared by the fused
-// decoder step (additive_step.cpp), the fused score op (additive_scores.cpp) and
-// the rnnsearch decoder's training loop and search step (models/) (internal header).
+// decoder step (additive_step_kernels.cpp), the fused score op
+// (additive_scores_kernels.cpp) and the rnnsearch decoder's training loop and
+// search step (models/) (internal header).
+//
+// No std:: function here (std::max, std::fill, std::tanh, ...: inline functions
+// outside the ISA namespace, which an ISA source must not instantiate,
+// cpu/dispatch.h): the builtins and plain loops below are what they expand to.
 #pragma once
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <limits>
 
 #include "attn/simd/math.h"
 
@@ -36,16 +38,16 @@ inline float score_row(const float* qp, const float* kp, const float* v, int64_t
   vf acc = zero();
   int64_t a = 0;
   const char* pfc = static_cast<const char*>(pf);
-  const int64_t lines = pf ? (pf_bytes + 63) / 64 : 0, iters = std::max<int64_t>(1, A / kLanes),
+  const int64_t lines = pf ? (pf_bytes + 63) / 64 : 0, iters = A / kLanes > 1 ? A / kLanes : 1,
                 per_iter = (lines + iters - 1) / iters;
   int64_t line = 0;
   for (; a + kLanes <= A; a += kLanes, line += per_iter) {
-    prefetch_l2(pfc, line, std::min(lines, line + per_iter));
+    prefetch_l2(pfc, line, line + per_iter < lines ? line + per_iter : lines);
     acc = fmadd(load(v + a), simd::tanh_rational(add(load(qp + a), load(kp + a))), acc);
   }
   if (line < lines) prefetch_l2(pfc, line, lines);
   float s = reduce_add(acc);
-  for (; a < A; ++a) s += v[a] * std::tanh(qp[a] + kp[a]);
+  for (; a < A; ++a) s += v[a] * __builtin_tanhf(qp[a] + kp[a]);
   return s;
 }
 
@@ -64,7 +66,7 @@ inline void score_row_backward(const float* qp, const float* kp, const float* v,
     store(dv + a, fmadd(vde, t, load(dv + a)));
   }
   for (; a < A; ++a) {
-    float t = std::tanh(qp[a] + kp[a]);
+    float t = __builtin_tanhf(qp[a] + kp[a]);
     float dz = de * v[a] * (1.0f - t * t);
     dkp[a] = accumulate_dkp ? dkp[a] + dz : dz;
     dqp[a] += dz;
@@ -83,22 +85,25 @@ inline void score_row_backward(const float* qp, const float* kp, const float* v,
 inline void attend_row(const float* qp, const float* kp, const float* v, int64_t A, const float* h, int64_t Dv,
                        int64_t L, int64_t S, float* w, float* c, const float* next_kp = nullptr,
                        int64_t next_kp_floats = 0) {
-  float mx = -std::numeric_limits<float>::infinity();
-  for (int64_t j = 0; j < L; ++j)
-    mx = std::max(mx, w[j] = score_row(qp, kp + j * A, v, A, h + j * Dv, Dv * int64_t(sizeof(float))));
+  float mx = -__builtin_inff();
+  for (int64_t j = 0; j < L; ++j) {
+    const float e = w[j] = score_row(qp, kp + j * A, v, A, h + j * Dv, Dv * int64_t(sizeof(float)));
+    mx = mx < e ? e : mx;  // std::max(mx, e)
+  }
   float sum = 0.0f;
-  for (int64_t j = 0; j < L; ++j) sum += (w[j] = std::exp(w[j] - mx));
+  for (int64_t j = 0; j < L; ++j) sum += (w[j] = __builtin_expf(w[j] - mx));
   const float inv = L > 0 ? 1.0f / sum : 0.0f;
   for (int64_t j = 0; j < L; ++j) w[j] *= inv;
-  std::fill(w + L, w + S, 0.0f);
+  for (int64_t j = L; j < S; ++j) w[j] = 0.0f;
   // c = sum_j w_j h_j, streaming the values once: four rows per pass over c
-  std::fill(c, c + Dv, 0.0f);
+  for (int64_t d = 0; d < Dv; ++d) c[d] = 0.0f;
   const char* nk = reinterpret_cast<const char*>(next_kp);
-  const int64_t nk_lines = next_kp ? (next_kp_floats * int64_t(sizeof(float)) + 63) / 64 : 0,
-                nk_per_pass = (nk_lines + std::max<int64_t>(1, L / 4) - 1) / std::max<int64_t>(1, L / 4);
+  const int64_t passes = L / 4 > 1 ? L / 4 : 1,
+                nk_lines = next_kp ? (next_kp_floats * int64_t(sizeof(float)) + 63) / 64 : 0,
+                nk_per_pass = (nk_lines + passes - 1) / passes;
   int64_t j = 0, nk_line = 0;
   for (; j + 4 <= L; j += 4, nk_line += nk_per_pass) {
-    prefetch_l2(nk, nk_line, std::min(nk_lines, nk_line + nk_per_pass));
+    prefetch_l2(nk, nk_line, nk_line + nk_per_pass < nk_lines ? nk_line + nk_per_pass : nk_lines);
     const float a0 = w[j], a1 = w[j + 1], a2 = w[j + 2], a3 = w[j + 3];
     const float *h0 = h + j * Dv, *h1 = h0 + Dv, *h2 = h1 + Dv, *h3 = h2 + Dv;
 #pragma omp simd

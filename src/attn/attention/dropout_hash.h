@@ -3,10 +3,17 @@
 // kernel's backward regenerates the forward's pattern tile by tile without
 // storing a [q_len, k_len] mask (as FlashAttention does with Philox), and the
 // materialised path draws the very same pattern (the two are compared in tests).
+//
+// Included by baseline code (mask.cpp) and by the ISA source of the fused
+// kernel (flash_kernels.cpp, compiled per instruction set, cpu/dispatch.h): the
+// functions have internal linkage (an unnamed namespace), so every object keeps
+// its own copy and the linker can never bind baseline code to an AVX-512 one.
+// Integer arithmetic only: every build draws the same pattern.
 #pragma once
 #include <cstdint>
 
 namespace attn::attention::detail {
+namespace {
 
 inline uint32_t fmix32(uint32_t x) {  // MurmurHash3's finaliser
   x ^= x >> 16;
@@ -44,4 +51,5 @@ inline void dropout_factors(const uint32_t* row_keys, uint64_t j, uint32_t thres
   }
 }
 
+}  // namespace
 }  // namespace attn::attention::detail

@@ -26,6 +26,11 @@
 // vertical vector ops; the GEMMs are the register-blocked tile in tile_gemm.h.
 // Threads (OpenMP): forward over B x H x query blocks, backward over B x H (and
 // over key ranges when B x H < threads, with private dQ partial sums).
+//
+// forward and backward (flash.cpp) are the glue: they copy strided keys and
+// values to contiguous rows and provide the scratch memory, then call the
+// kernels of flash_kernels.h, compiled per instruction set and chosen at run
+// time (cpu/dispatch.h).
 #pragma once
 #include <cstdint>
 
@@ -44,10 +49,6 @@ struct Problem {
   const float* k = nullptr;  // [B, H, Lk, D]  through lk (and dk)
   const float* v = nullptr;  // [B, H, Lk, Dv] through lv (and dv)
   Layout lq, lk, lv, lo;     // lo: the output and its gradient; see set_contiguous
-  // lq, lk, lv, lo = contiguous [B, H, L, D] (call after setting the sizes)
-  void set_contiguous() {
-    lq = contiguous(H, Lq, D), lk = contiguous(H, Lk, D), lv = contiguous(H, Lk, Dv), lo = contiguous(H, Lq, Dv);
-  }
   // Visible keys: j < key_lengths[b] (null: all), j <= i when causal, and
   // mask[b*mask_sb + h*mask_sh + i*mask_si + j*mask_sj] != 0 (null: no mask;
   // a stride of 0 broadcasts that axis).
@@ -60,6 +61,11 @@ struct Problem {
   float dropout = 0.0f;
   uint64_t seed = 0;
 };
+
+// p.lq, p.lk, p.lv, p.lo = contiguous [B, H, L, D] (call after setting the sizes).
+// A free function: Problem is a plain aggregate, passed as it is to the kernels
+// compiled per instruction set (flash_kernels.h).
+void set_contiguous(Problem& p);
 
 // out [B, H, Lq, Dv] (layout lo), lse [B, H, Lq] contiguous (+inf for rows that see no key).
 void forward(const Problem& p, float* out, float* lse);

@@ -1,4 +1,5 @@
-// Masks: validation, the combined 0/1 mask tensor, and the dropout pattern.
+// Masks: validation, the combined 0/1 mask tensor, and the dropout pattern;
+// the kernels' pooled scratch (checks.h).
 #include <stdexcept>
 
 #include "attn/attention/checks.h"
@@ -52,6 +53,17 @@ void broadcast_strides4(const Tensor& keep, const int64_t dims[4], int64_t strid
     strides[i] = (d == 1 && dims[i] != 1) || j < 0 ? 0 : s;
     s *= d;
   }
+}
+
+KernelScratch pooled_scratch(Tensor& holder) {
+  KernelScratch s;
+  s.ctx = &holder;
+  s.get = [](void* ctx, int64_t floats) -> float* {
+    Tensor& t = *static_cast<Tensor*>(ctx);
+    t = Tensor::empty({floats});
+    return t.data();
+  };
+  return s;
 }
 
 }  // namespace detail

@@ -37,7 +37,7 @@ Tensor sdpa_fused(const Tensor& q, const Tensor& k, const Tensor& v, const Fused
   detail::check_qkv("sdpa_fused", q, k, v, true);
   flash::Problem p;
   p.B = q.size(0), p.H = q.size(1), p.Lq = q.size(2), p.Lk = k.size(2), p.D = q.size(3), p.Dv = v.size(3);
-  p.set_contiguous();
+  flash::set_contiguous(p);
   Tensor lengths, keep;
   set_mask("sdpa_fused", p, opt, lengths, keep);
   p.q = q.data(), p.k = k.data(), p.v = v.data();

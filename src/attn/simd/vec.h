@@ -26,7 +26,7 @@
 // functions colliding (One Definition Rule): a kernel compiled once per
 // instruction set and chosen at run time needs no change to this header.
 //
-// Users: attention/ (flash.cpp, additive_step.cpp, additive_kernels.h,
+// Users: attention/ (flash_kernels.cpp, additive_step_kernels.cpp, additive_kernels.h,
 // tile_gemm.h), nn/rows_gemm.cpp, models/ (output_loss.cpp, vocab_topk.cpp,
 // rnnsearch_search.cpp), and through simd/math.h nn/rnn_kernels.cpp and
 // tensor/elementwise.cpp.
