@@ -10,7 +10,6 @@
 #include <cstdint>
 
 #include "attn/cpu/dispatch.h"
-#include "attn/models/vocab_topk.h"
 
 namespace attn::models::rnnsearch_kernels {
 
