@@ -1,53 +1,18 @@
 #include "attn/models/output_loss.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "attn/models/vocab_topk.h"
-#include "attn/simd/math.h"
+#include "attn/models/output_loss_kernels.h"
 #include "attn/tensor/kernels.h"
-#include "attn/tensor/threading.h"
 
 namespace attn::models {
 namespace {
 
 constexpr int64_t kBlock = 128;  // rows per block: a [128, V] logits block stays cache-friendly
-
-struct RowLoss {
-  float lse;         // log sum_c exp(logit_c)
-  float sum_logits;  // sum_c logit_c
-};
-
-// Softmax of one row in place (row becomes p), returning what the loss needs.
-RowLoss softmax_row(float* row, int64_t V) {
-  using namespace simd;
-  const float mx = max_of(row, V);
-  vf vs = zero(), vsum = zero();
-  const vf vm = set1(mx);
-  int64_t i = 0;
-  for (; i + kLanes <= V; i += kLanes) {
-    vf x = load(row + i);
-    vsum = add(vsum, x);
-    vf e = simd::exp(sub(x, vm));
-    store(row + i, e);
-    vs = add(vs, e);
-  }
-  float s = reduce_add(vs), sl = reduce_add(vsum);
-  for (; i < V; ++i) {
-    sl += row[i];
-    row[i] = std::exp(row[i] - mx);
-    s += row[i];
-  }
-  const vf inv = set1(1.0f / s);
-  i = 0;
-  for (; i + kLanes <= V; i += kLanes) store(row + i, mul(load(row + i), inv));
-  for (; i < V; ++i) row[i] *= 1.0f / s;
-  return {mx + std::log(s), sl};
-}
 
 }  // namespace
 
@@ -99,38 +64,18 @@ Tensor output_cross_entropy(const Tensor& x, const Tensor& W, const Tensor& b, c
     if (b.defined())
       for (int64_t i = 0; i < n; ++i) std::memcpy(lg + i * V, b.data(), size_t(V) * sizeof(float));
     kernels::gemm(false, true, n, V, R, 1.0f, xb.data(), R, W.data(), R, b.defined() ? 1.0f : 0.0f, lg, V);
-    double block_total = 0;
-#pragma omp parallel for reduction(+ : block_total) schedule(static) if (n * V > kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) {
-      float* row = lg + i * V;
-      const int64_t t = int64_t(pt[kept[size_t(k0 + i)]]);
-      const float lt = row[t];
-      RowLoss l = softmax_row(row, V);  // row = p
-      // -log p_t = lse - logit_t;  mean_c -log p_c = lse - mean_c logit_c
-      block_total += double((1.0f - eps) * (l.lse - lt) + eps * (l.lse - l.sum_logits / float(V)));
-      if (grad) {
-        // d loss / d logits = (p - (1-eps) onehot(t) - eps/V) / count
-        const float sub = eps / float(V);
-#pragma omp simd
-        for (int64_t c = 0; c < V; ++c) row[c] = (row[c] - sub) * inv_count;
-        row[t] -= (1.0f - eps) * inv_count;
-      }
-    }
-    total += block_total;
+    // softmax, loss and (grad) dlogits of the block's rows, in place
+    output_loss_kernels::LossBlock lb;
+    lb.logits = lg, lb.n = n, lb.V = V, lb.targets = pt, lb.rows = kept.data() + k0, lb.eps = eps,
+    lb.inv_count = inv_count, lb.grad = grad;
+    total += output_loss_kernels::loss_block(lb);
     if (grad) {
       // logits = x W^T + b  =>  dx = dlogits W,  dW += dlogits^T x,  db += column sums of dlogits
       kernels::gemm(false, false, n, R, V, 1.0f, lg, V, W.data(), R, 0.0f, dxb.data(), R);
       for (int64_t i = 0; i < n; ++i)
         std::memcpy(dx.data() + kept[size_t(k0 + i)] * R, dxb.data() + i * R, size_t(R) * sizeof(float));
       kernels::gemm(true, false, V, R, n, 1.0f, lg, V, xb.data(), R, 1.0f, dW.data(), R);
-      if (b.defined()) {
-        float* pdb = db.data();
-        for (int64_t i = 0; i < n; ++i) {
-          const float* row = lg + i * V;
-#pragma omp simd
-          for (int64_t c = 0; c < V; ++c) pdb[c] += row[c];
-        }
-      }
+      if (b.defined()) output_loss_kernels::add_column_sums(lg, n, V, db.data());
     }
   }
   Tensor out = Tensor::scalar(count ? float(total / double(count)) : 0.0f);
@@ -149,15 +94,7 @@ Tensor log_softmax_rows(const Tensor& logits) {
     throw std::invalid_argument("log_softmax_rows: expects logits [N, V], got " + shape_str(logits));
   const int64_t N = logits.size(0), V = logits.size(1);
   Tensor out = Tensor::empty({N, V});
-#pragma omp parallel for schedule(static) if (N * V > kParallelGrain)
-  for (int64_t i = 0; i < N; ++i) {
-    float* row = out.data() + i * V;
-    const float* in = logits.data() + i * V;
-    // log p = logit - lse (exact where p underflows); the searches' fused top-k
-    // (vocab_topk.h) computes the same lse, so both give identical log p
-    const float lse = log_sum_exp_row(in, V);
-    for (int64_t c = 0; c < V; ++c) row[c] = in[c] - lse;
-  }
+  output_loss_kernels::log_softmax_rows(logits.data(), N, V, out.data());
   return out;
 }
 

@@ -1,17 +1,17 @@
-// The fused RNNsearch decoder loop: forward and backward (see the header).
+// The fused RNNsearch decoder loop: forward and backward (see the header). The
+// per-row attention loops are rnnsearch_kernels.cpp, compiled per instruction set.
 #include "attn/models/rnnsearch_decoder.h"
 
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "attn/attention/additive_kernels.h"
 #include "attn/models/model_parts.h"
+#include "attn/models/rnnsearch_kernels.h"
 #include "attn/nn/step_linear.h"
 #include "attn/nn/rnn_kernels.h"
 #include "attn/tensor/kernels.h"
@@ -103,7 +103,7 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
     for (int64_t b = 0; b < B; ++b) {
       // e_j = v^T tanh(W1 s + kp_j); a = softmax over j < L; c = sum_j a_j h_j
       const bool more = b + 1 < B;  // the next sentence's keys are fetched during this one's context sum
-      attention::detail::attend_row(q + b * A, pk + b * S * A, pv, A, pval + b * S * Dv, Dv, len[size_t(b)], S,
+      rnnsearch_kernels::attend_row(q + b * A, pk + b * S * A, pv, A, pval + b * S * Dv, Dv, len[size_t(b)], S,
                                     wt + b * S, ctx + b * Dv, more ? pk + (b + 1) * S * A : nullptr,
                                     more ? len[size_t(b + 1)] * A : 0);
     }
@@ -187,30 +187,14 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
 #pragma omp parallel for schedule(static) if (par_att)
           for (int64_t b = 0; b < B; ++b) {
             const int tid = omp_get_thread_num();
-            float* dar = da.data() + int64_t(tid) * S;
-            float* dvr = dv_part.data() + int64_t(tid) * A;
-            const int64_t L = len[size_t(b)];
-            const float* wr = wt + b * S;
-            const float* dcb = dc.data() + b * Dv;
-            // c = sum_j a_j h_j  =>  da_j = dc . h_j,  dh_j += a_j dc
-            float dot = 0.0f;
-            for (int64_t j = 0; j < L; ++j) {
-              const float* h = pval + (b * S + j) * Dv;
-              float* dhj = pdval + (b * S + j) * Dv;
-              const float a = wr[j];
-              float s = 0.0f;
-#pragma omp simd reduction(+ : s)
-              for (int64_t e = 0; e < Dv; ++e) {
-                s += dcb[e] * h[e];
-                dhj[e] += a * dcb[e];
-              }
-              dar[j] = s;
-              dot += a * s;
-            }
-            // a = softmax(e)  =>  de_j = a_j (da_j - sum_k a_k da_k);  e_j = v^T tanh(qp + kp_j)
-            for (int64_t j = 0; j < L; ++j)
-              attention::detail::score_row_backward(q + b * A, pk + (b * S + j) * A, pv, wr[j] * (dar[j] - dot), A,
-                                                    pdk + (b * S + j) * A, true, dq + b * A, dvr);
+            // c = sum_j a_j h_j and a = softmax(e), e_j = v^T tanh(qp + kp_j): d keys, values, qp, v
+            rnnsearch_kernels::AttendBackward ab;
+            ab.A = A, ab.Dv = Dv, ab.L = len[size_t(b)];
+            ab.q = q + b * A, ab.keys = pk + b * S * A, ab.v = pv, ab.values = pval + b * S * Dv, ab.w = wt + b * S;
+            ab.dc = dc.data() + b * Dv;
+            ab.dkeys = pdk + b * S * A, ab.dvalues = pdval + b * S * Dv, ab.dq = dq + b * A;
+            ab.dv = dv_part.data() + int64_t(tid) * A, ab.da = da.data() + int64_t(tid) * S;
+            rnnsearch_kernels::attend_row_backward(ab);
           }
           // qp = s_{t-1} W1^T  =>  ds_{t-1} += dqp W1
           apply_all(q_t, B, dq, A, dh.data(), Hd, true);

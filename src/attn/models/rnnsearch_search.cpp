@@ -1,33 +1,26 @@
-// The fused RNNsearch search step (see the header).
+// The fused RNNsearch search step (see the header): the phases and their
+// buffers. The per-row loops are rnnsearch_kernels.cpp, compiled per
+// instruction set; the products go through nn::StepLinear and the GRU gates
+// through rnn_kernels, both dispatched as well.
 #include "attn/models/rnnsearch_search.h"
 
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
-#include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <string>
 
-#include "attn/attention/additive_kernels.h"
 #include "attn/models/model_parts.h"
-#include "attn/models/vocab_topk.h"
+#include "attn/models/rnnsearch_kernels.h"
 #include "attn/nn/rnn_kernels.h"
 #include "attn/nn/step_linear.h"
-#include "attn/simd/math.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
 
 namespace attn::models {
 namespace {
-
-// GCC 12 reports the _mm256_undefined_pd() operand inside _mm512_reduce_add_ps
-// as uninitialised where it inlines here (the false positive simd/vec.h describes).
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
 // A step goes parallel from this many multiply-adds on (all rows together):
 // below it one thread finishes before a second one would have woken up.
@@ -37,43 +30,6 @@ constexpr int64_t kParallelMacs = int64_t(1) << 17;
 // 32-column units: wide enough to amortise the horizontal reductions, small
 // enough (12 rows x 128 floats) for L1.
 constexpr int64_t kTileUnits = 4;
-
-// x [n] += b [n]; then the max of x and sum_j exp(x_j - max): the statistics of
-// one row of a logits tile, or of a row's tiles (then with weights, see lse_of_tiles).
-struct Stats {
-  float max, sum;
-};
-Stats bias_max_sumexp(float* x, const float* b, int64_t n) {
-  using namespace simd;
-  int64_t j = 0;
-  vf vmx = set1(-std::numeric_limits<float>::infinity());
-  for (; j + kLanes <= n; j += kLanes) {
-    vf v = load(x + j);
-    if (b) store(x + j, v = add(v, load(b + j)));
-    vmx = max(vmx, v);
-  }
-  float mx = reduce_max(vmx);
-  for (int64_t t = j; t < n; ++t) mx = std::max(mx, x[t] += b ? b[t] : 0.0f);
-  const vf vm = set1(mx);
-  vf vs = zero();
-  for (j = 0; j + kLanes <= n; j += kLanes) vs = add(vs, simd::exp(sub(load(x + j), vm)));
-  float sum = reduce_add(vs);
-  for (; j < n; ++j) sum += std::exp(x[j] - mx);
-  return {mx, sum};
-}
-
-// log sum exp of a row from its tiles' (max, sum exp(x - max)), combined in tile order.
-float lse_of_tiles(const float* tmax, const float* tsum, int64_t n) {
-  using namespace simd;
-  const float mx = max_of(tmax, n);
-  const vf vm = set1(mx);
-  vf vs = zero();
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) vs = fmadd(load(tsum + j), simd::exp(sub(load(tmax + j), vm)), vs);
-  float sum = reduce_add(vs);
-  for (; j < n; ++j) sum += tsum[j] * std::exp(tmax[j] - mx);
-  return mx + std::log(sum);
-}
 
 struct RnnSearchPrepared final : PreparedDecoder {
   int64_t V, E, A, Hd, G, Dv, R;
@@ -225,7 +181,7 @@ void RnnSearchStepDecoder::attend(int64_t i, int64_t b, int64_t next) {
   const float* kb = keys_.data() + b * S * A;
   const float* hb = values_.data() + b * S * Dv;
   // e_j = v^T tanh(W_a s + U h_j + b_U); a = softmax over j < L; c = sum_j a_j h_j (read by the GRU and the readout)
-  attention::detail::attend_row(q, kb, p_->v.data(), A, hb, Dv, L, S, weights_.data() + i * S,
+  rnnsearch_kernels::attend_row(q, kb, p_->v.data(), A, hb, Dv, L, S, weights_.data() + i * S,
                                 xo_.data() + i * Xo_ + Hd_, next >= 0 ? keys_.data() + next * S * A : nullptr,
                                 next >= 0 ? len_[size_t(next)] * A : 0);
 }
@@ -334,12 +290,8 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
 #pragma omp for schedule(dynamic, 1)
     for (int64_t u = 0; u < p.o.units(); ++u) {
       p.o.apply(N, xo, Xo, u, u + 1, tt, R, true);
-      const int64_t c0 = u * nn::StepLinear::kUnit, c1 = c0 + p.o.unit_cols(u);
-      for (int64_t i = 0; i < N; ++i) {
-        float* row = tt + i * R;
-#pragma omp simd
-        for (int64_t c = c0; c < c1; ++c) row[c] = simd::tanh(row[c]);
-      }
+      const int64_t c0 = u * nn::StepLinear::kUnit;
+      rnnsearch_kernels::tanh_columns(tt, R, N, c0, c0 + p.o.unit_cols(u));
     }
     // 6. logits = t W_y^T + b_y, tile by tile (rows x 128 logits, in L1): each tile's max and
     // sum exp(logit - max), and this thread's running k best logits of each row. The [N, V]
@@ -361,16 +313,12 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
           const int64_t m = std::min(kTileRows, N - i0);
           for (int64_t u = u0; u < u1; ++u)
             p.y.apply_unit(m, tt + i0 * R, R, u, tile + (u - u0) * nn::StepLinear::kUnit, kTileCols);
-          for (int64_t r = 0; r < m; ++r) {
-            float* x = tile + r * kTileCols;
-            const int64_t i = i0 + r;
-            const Stats st = bias_max_sumexp(x, b_y ? b_y + o0 : nullptr, cols);
-            pmax[i * T + g] = st.max;
-            psum[i * T + g] = st.sum;
-            TopKList list{ttok + i * k, tval + i * k, k, tn[i]};
-            if (list.enters(st.max)) top_k_add(list, x, cols, int(o0));  // else no logit of the tile enters
-            tn[i] = list.n;
-          }
+          rnnsearch_kernels::LogitsTile lt;
+          lt.x = tile, lt.ld = kTileCols, lt.m = m, lt.cols = cols, lt.first_token = int(o0);
+          lt.bias = b_y ? b_y + o0 : nullptr;
+          lt.tile_max = pmax + i0 * T + g, lt.tile_sum = psum + i0 * T + g, lt.stats_ld = T;
+          lt.tokens = ttok + i0 * k, lt.values = tval + i0 * k, lt.n = tn + i0, lt.k = k;
+          rnnsearch_kernels::logits_tile(lt);
         }
       }
     }
@@ -383,7 +331,7 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
       int64_t* order = merge_ord_.data() + int64_t(t) * nt * k;
 #pragma omp for schedule(dynamic, 4)
       for (int64_t i = 0; i < N; ++i) {
-        const float lse = lse_of_tiles(pmax + i * T, psum + i * T, T);
+        const float lse = rnnsearch_kernels::lse_of_tiles(pmax + i * T, psum + i * T, T);
         int64_t c = 0;
         for (int th = 0; th < nt; ++th) {
           const int64_t n = top_n_[size_t(th * N + i)];

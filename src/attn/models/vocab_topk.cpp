@@ -1,8 +1,8 @@
+// Log-sum-exp and top-k of logits rows (see vocab_topk.h). An ISA source
+// (cpu/dispatch.h): compiled once per instruction set.
 #include "attn/models/vocab_topk.h"
 
-#include <algorithm>
-#include <cmath>
-
+#include "attn/models/vocab_topk_list.h"
 #include "attn/simd/math.h"
 
 // GCC 12 reports the _mm256_undefined_pd() operand inside _mm512_reduce_add_ps
@@ -11,7 +11,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
-namespace attn::models {
+namespace attn::models::ATTN_SIMD_ISA {
 
 float log_sum_exp_row(const float* x, int64_t V) {
   using namespace simd;
@@ -21,20 +21,8 @@ float log_sum_exp_row(const float* x, int64_t V) {
   int64_t i = 0;
   for (; i + kLanes <= V; i += kLanes) vs = add(vs, simd::exp(sub(load(x + i), vm)));
   float s = reduce_add(vs);
-  for (; i < V; ++i) s += std::exp(x[i] - mx);
-  return mx + std::log(s);
-}
-
-void TopKList::insert(int token, float y) {
-  int64_t pos = n < k ? n : k - 1;  // the slot that frees up: the end, or the dropped last
-  while (pos > 0 && values[pos - 1] < y) {
-    values[pos] = values[pos - 1];
-    tokens[pos] = tokens[pos - 1];
-    --pos;
-  }
-  values[pos] = y;
-  tokens[pos] = token;
-  if (n < k) ++n;
+  for (; i < V; ++i) s += __builtin_expf(x[i] - mx);
+  return mx + __builtin_logf(s);
 }
 
 void top_k_add(TopKList& list, const float* x, int64_t count, int first_token, float shift) {
@@ -51,18 +39,18 @@ void top_k_add(TopKList& list, const float* x, int64_t count, int first_token, f
     // visit only the lanes above the threshold, in token order (the list's tie rule)
     for (; hit; hit &= hit - 1u) {
       const int l = __builtin_ctz(hit);
-      if (list.enters(y[l])) list.insert(first_token + int(j) + l, y[l]);
+      if (topk::enters(list, y[l])) topk::insert(list, first_token + int(j) + l, y[l]);
     }
   }
   for (; j < count; ++j) {
     const float yv = x[j] - shift;
-    if (list.enters(yv)) list.insert(first_token + int(j), yv);
+    if (topk::enters(list, yv)) topk::insert(list, first_token + int(j), yv);
   }
 }
 
 void top_k_row(const float* x, int64_t V, float shift, int64_t k, int* tokens, float* values) {
   TopKList list{tokens, values, k};
-  top_k_add(list, x, V, 0, shift);
+  ATTN_SIMD_ISA::top_k_add(list, x, V, 0, shift);  // qualified: ADL would also find the dispatching one
 }
 
-}  // namespace attn::models
+}  // namespace attn::models::ATTN_SIMD_ISA

@@ -15,11 +15,10 @@
 #pragma once
 #include <cstdint>
 
+#include "attn/nn/rnn_gemm_kernels.h"  // kPanel; the kernels
 #include "attn/tensor/tensor.h"
 
 namespace attn::rnn_gemm {
-
-constexpr int64_t kPanel = 32;  // output columns per panel (two 16-float vectors)
 
 struct PackedWeight {
   Tensor data;  // [groups, blocks, K, kPanel]

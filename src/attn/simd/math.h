@@ -28,10 +28,10 @@
 //                     bound by it; everything else uses tanh.
 //
 // Users: the float forms: nn/rnn_kernels.cpp (the gate activations, through
-// FastMath), tensor/elementwise.cpp (the engine's tanh / sigmoid ops),
-// models/rnnsearch_search.cpp (the readout's tanh); the vf forms: exp in the
-// softmaxes and log-sum-exps of attention/flash_kernels.cpp, models/output_loss.cpp,
-// models/vocab_topk.cpp and models/rnnsearch_search.cpp, tanh_rational in
+// FastMath), tensor/elementwise_kernels.cpp (the engine's tanh / sigmoid ops),
+// models/rnnsearch_kernels.cpp (the readout's tanh); the vf forms: exp in the
+// softmaxes and log-sum-exps of attention/flash_kernels.cpp, models/output_loss_kernels.cpp,
+// models/vocab_topk.cpp and models/rnnsearch_kernels.cpp, tanh_rational in
 // attention/additive_kernels.h. tests/test_rnn_kernels.cpp sweeps the float
 // forms against the double-precision libm. The vf forms give the float forms'
 // bits lane by lane (the same operations; checked over every float for AVX-512

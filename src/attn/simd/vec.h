@@ -26,10 +26,12 @@
 // functions colliding (One Definition Rule): a kernel compiled once per
 // instruction set and chosen at run time needs no change to this header.
 //
-// Users: attention/ (flash_kernels.cpp, additive_step_kernels.cpp, additive_kernels.h,
-// tile_gemm.h), nn/rows_gemm.cpp, models/ (output_loss.cpp, vocab_topk.cpp,
-// rnnsearch_search.cpp), and through simd/math.h nn/rnn_kernels.cpp and
-// tensor/elementwise.cpp.
+// Users (all ISA sources, cpu/dispatch.h): attention/ (flash_kernels.cpp,
+// additive_step_kernels.cpp, additive_scores_kernels.cpp, additive_kernels.h,
+// tile_gemm.h), nn/rows_gemm.cpp, nn/rnn_gemm_kernels.cpp (ATTN_SIMD_ISA only),
+// models/ (output_loss_kernels.cpp, vocab_topk.cpp, rnnsearch_kernels.cpp),
+// tensor/softmax_kernels.cpp (ATTN_SIMD_ISA only), and through simd/math.h
+// nn/rnn_kernels.cpp and tensor/elementwise_kernels.cpp.
 #pragma once
 #include <algorithm>
 #include <bit>

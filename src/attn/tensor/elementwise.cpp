@@ -1,94 +1,55 @@
-#include <cmath>
+// The element-wise tensor kernels: shapes, broadcasting and allocation. The
+// array loops are elementwise_kernels.cpp, compiled per instruction set.
 #include <stdexcept>
 
-#include "attn/simd/math.h"
 #include "attn/tensor/broadcast.h"
+#include "attn/tensor/elementwise_kernels.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
 
 namespace attn::kernels {
 
+static_assert(elementwise::kMaxRank == kMaxRank);
+
 namespace {
 
-template <class F>
-void binary_loop(const float* a, int64_t sa, const float* b, int64_t sb, float* o, int64_t n, F f) {
-  // sa / sb are 1 (contiguous) or 0 (one value broadcast along the row)
-  if (sa == 1 && sb == 1) {
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], b[i]);
-  } else if (sa == 1) {
-    float bv = b[0];
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) o[i] = f(a[i], bv);
-  } else if (sb == 1) {
-    float av = a[0];
-#pragma omp simd
-    for (int64_t i = 0; i < n; ++i) o[i] = f(av, b[i]);
-  } else {
-    float v = f(a[0], b[0]);
-    for (int64_t i = 0; i < n; ++i) o[i] = v;
-  }
-}
-
-template <class F>
-Tensor binary_impl(const Tensor& a, const Tensor& b, F f) {
-  if (a.shape() == b.shape()) {
-    Tensor out = Tensor::empty(a.shape());
-    const float *pa = a.data(), *pb = b.data();
-    float* po = out.data();
-    int64_t n = out.numel();
-#pragma omp parallel for simd if (n > kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
-    return out;
-  }
-  Shape os = broadcast_shapes(a.shape(), b.shape());
-  Tensor out = Tensor::empty(os);
-  if (os.rank() == 0) {
-    out.data()[0] = f(a.data()[0], b.data()[0]);
-    return out;
-  }
-  auto sa = detail::broadcast_strides(a.shape(), os), sb = detail::broadcast_strides(b.shape(), os);
-  int64_t inner = os.back(), rows = os.numel() / (inner ? inner : 1);
-  int last = os.rank() - 1;
-  const float *pa = a.data(), *pb = b.data();
-  float* po = out.data();
-#pragma omp parallel for if (os.numel() > kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
-    binary_loop(pa + detail::row_offset(r, os, sa), sa[last], pb + detail::row_offset(r, os, sb), sb[last],
-                po + r * inner, inner, f);
-  }
-  return out;
+// the kernels' view of an output shape and the strides of a and b into it
+elementwise::Rows rows_of(const Shape& out, const std::array<int64_t, kMaxRank>& st_a,
+                          const std::array<int64_t, kMaxRank>& st_b) {
+  elementwise::Rows r;
+  r.rank = out.rank();
+  for (int i = 0; i < r.rank; ++i) r.dims[i] = out[i], r.st_a[i] = st_a[i], r.st_b[i] = st_b[i];
+  return r;
 }
 
 }  // namespace
 
 Tensor binary(Binary op, const Tensor& a, const Tensor& b) {
-  switch (op) {
-    case Binary::Add: return binary_impl(a, b, [](float x, float y) { return x + y; });
-    case Binary::Sub: return binary_impl(a, b, [](float x, float y) { return x - y; });
-    case Binary::Mul: return binary_impl(a, b, [](float x, float y) { return x * y; });
-    case Binary::Div: return binary_impl(a, b, [](float x, float y) { return x / y; });
+  if (a.shape() == b.shape()) {
+    Tensor out = Tensor::empty(a.shape());
+    elementwise::binary(op, a.data(), b.data(), out.data(), out.numel());
+    return out;
   }
-  throw std::logic_error("binary: unknown op");
+  Shape os = broadcast_shapes(a.shape(), b.shape());
+  Tensor out = Tensor::empty(os);
+  if (os.rank() == 0) {  // a scalar: no loop
+    elementwise::binary(op, a.data(), b.data(), out.data(), 1);
+    return out;
+  }
+  const auto st_a = detail::broadcast_strides(a.shape(), os), st_b = detail::broadcast_strides(b.shape(), os);
+  elementwise::binary_rows(op, a.data(), b.data(), out.data(), rows_of(os, st_a, st_b));
+  return out;
 }
 
 void add_inplace(Tensor& dst, const Tensor& src, float alpha) {
   if (dst.numel() != src.numel())
     throw std::invalid_argument("add_inplace: " + src.shape().str() + " into " + dst.shape().str());
-  float* d = dst.data();
-  const float* s = src.data();
-  int64_t n = dst.numel();
-#pragma omp parallel for simd if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) d[i] += alpha * s[i];
+  elementwise::add_scaled(dst.data(), src.data(), alpha, dst.numel());
 }
 
 Tensor affine(const Tensor& x, float alpha, float beta) {
   Tensor out = Tensor::empty(x.shape());
-  const float* p = x.data();
-  float* o = out.data();
-  int64_t n = x.numel();
-#pragma omp parallel for simd if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) o[i] = alpha * p[i] + beta;
+  elementwise::affine(x.data(), out.data(), x.numel(), alpha, beta);
   return out;
 }
 
@@ -102,52 +63,15 @@ Tensor sum_to(const Tensor& g, const Shape& shape) {
     out.data()[0] = g.data()[0];
     return out;
   }
-  auto st = detail::broadcast_strides(shape, gs);
-  int64_t inner = gs.back(), rows = gs.numel() / (inner ? inner : 1);
-  int64_t s_last = st[gs.rank() - 1];
-  const float* pg = g.data();
-  float* po = out.data();
-  // Serial over rows: different rows may add into the same output row.
-  for (int64_t r = 0; r < rows; ++r) {
-    float* o = po + detail::row_offset(r, gs, st);
-    const float* gr = pg + r * inner;
-    if (s_last == 1) {
-#pragma omp simd
-      for (int64_t i = 0; i < inner; ++i) o[i] += gr[i];
-    } else {
-      float acc = 0;
-#pragma omp simd reduction(+ : acc)
-      for (int64_t i = 0; i < inner; ++i) acc += gr[i];
-      o[0] += acc;
-    }
-  }
+  // out's strides as read as g's shape; rows of g may add into one output row
+  elementwise::sum_rows_to(g.data(), out.data(), rows_of(gs, detail::broadcast_strides(shape, gs), {}));
   return out;
 }
-
-namespace {
-template <class F>
-Tensor unary_impl(const Tensor& x, F f) {
-  Tensor out = Tensor::empty(x.shape());
-  const float* p = x.data();
-  float* o = out.data();
-  int64_t n = x.numel();
-#pragma omp parallel for simd if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) o[i] = f(p[i]);
-  return out;
-}
-}  // namespace
 
 Tensor unary(Unary op, const Tensor& x) {
-  switch (op) {
-    case Unary::Exp: return unary_impl(x, [](float v) { return std::exp(v); });
-    case Unary::Log: return unary_impl(x, [](float v) { return std::log(v); });
-    // vectorised Cephes forms (~3 ulp, simd/math.h); NaN passes through as libm's would
-    case Unary::Tanh: return unary_impl(x, [](float v) { return v != v ? v : simd::tanh(v); });
-    case Unary::Sigmoid: return unary_impl(x, [](float v) { return v != v ? v : simd::sigmoid(v); });
-    case Unary::Relu: return unary_impl(x, [](float v) { return v > 0 ? v : 0.0f; });
-    case Unary::Sqrt: return unary_impl(x, [](float v) { return std::sqrt(v); });
-  }
-  throw std::logic_error("unary: unknown op");
+  Tensor out = Tensor::empty(x.shape());
+  elementwise::unary(op, x.data(), out.data(), x.numel());
+  return out;
 }
 
 Tensor expand_to(const Tensor& x, const Shape& shape) {
@@ -182,11 +106,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, float value) {
     throw std::invalid_argument("masked_fill: mask " + mask.shape().str() + " does not broadcast to " + x.shape().str());
   Tensor m = expand_to(mask, x.shape());
   Tensor out = Tensor::empty(x.shape());
-  const float *p = x.data(), *pm = m.data();
-  float* o = out.data();
-  int64_t n = x.numel();
-#pragma omp parallel for simd if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) o[i] = pm[i] != 0.0f ? p[i] : value;
+  elementwise::masked_fill(x.data(), m.data(), value, out.data(), x.numel());
   return out;
 }
 

@@ -4,12 +4,12 @@
 // All tensors are contiguous row-major. Functions that return a Tensor allocate
 // it from the pool; functions ending in _inplace / taking `out` write into it.
 #pragma once
+#include "attn/tensor/elementwise_ops.h"  // Binary, Unary
 #include "attn/tensor/tensor.h"
 
 namespace attn::kernels {
 
-// ---- elementwise ----
-enum class Binary { Add, Sub, Mul, Div };
+// ---- elementwise (the ops: elementwise_ops.h) ----
 // out = a (op) b with numpy broadcasting. out: broadcast_shapes(a, b).
 Tensor binary(Binary op, const Tensor& a, const Tensor& b);
 inline Tensor add(const Tensor& a, const Tensor& b) { return binary(Binary::Add, a, b); }
@@ -22,7 +22,7 @@ Tensor affine(const Tensor& x, float alpha, float beta);
 // must be a broadcast of `shape`). Returns g itself when shapes already match.
 Tensor sum_to(const Tensor& g, const Shape& shape);
 
-enum class Unary { Exp, Log, Tanh, Sigmoid, Relu, Sqrt };
+// out = op(x) element-wise
 Tensor unary(Unary op, const Tensor& x);
 
 // ---- reductions ----
