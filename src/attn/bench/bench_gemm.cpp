@@ -33,8 +33,14 @@ void bench_gemm(const BenchOptions& opt) {
   Rng rng(1);
   for (int n : {1024, 2048}) {
     Tensor a = randn({n, n}, rng), b = randn({n, n}, rng), c = Tensor::zeros({n, n});
+    // warm-up of ~1 s, not 2 calls: a fresh process's first products run at
+    // half speed for a while (measured: 89-232 GFLOP/s at n = 1024 after 2 calls
+    // or 0.3 s, 360-400 after 1 s; OpenBLAS's buffers, the clock ramping up), and
+    // the reference, which runs second, would otherwise find the machine warm
+    const int warmup = int(1e3 / (2e-6 * double(n) * n * n / 300.0)) + 2;
     double ms = median_ms(
-        [&] { kernels::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n); }, opt.repeats);
+        [&] { kernels::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n); }, opt.repeats,
+        warmup);
     double gflops = 2.0 * double(n) * n * n / (ms * 1e6);
     ours[n] = gflops;
     nlohmann::json j = {{"bench", "sgemm"}, {"impl", reference ? "openblas-env" : "attn"}, {"n", n},
