@@ -1,75 +1,89 @@
 // Packed-weight step GEMM kernels (see rnn_gemm.h). The micro-kernel keeps an
-// MR x 32 block of C in 2*MR vector registers, streams the panel's K rows of
-// 32 floats, and broadcasts one A element per row and k. MR = 12 with AVX-512
-// (24 accumulators + 2 B vectors of the 32 zmm registers), else 6 (12 + 2 of
-// 16 registers, as ymm pairs with AVX2). An ISA source (cpu/dispatch.h):
-// compiled once per instruction set.
+// MR x 32 block of C in MR * kNV vector registers (kNV = 32 / simd::kLanes),
+// streams the panel's K rows of 32 floats, and broadcasts one A element per row
+// and k. MR is as large as the register file allows: 12 with AVX-512 (24
+// accumulators + 2 B vectors of the 32 zmm registers), 3 with AVX2 (12 + 4 of
+// 16 ymm), 2 in the scalar build (64 float accumulators the compiler packs into
+// xmm registers). An ISA source (cpu/dispatch.h): compiled once per instruction set.
+//
+// Written on simd::vf, not on a 64-byte GCC vector type: outside AVX-512 GCC
+// lowered that type's arrays to memory and element-wise code, and the AVX2 and
+// scalar builds ran 20-60x slower (batch-64 decoding at 10-21 sentences/s
+// against 1230 with AVX-512, measured 2026-11-24).
 #include "attn/nn/rnn_gemm_kernels.h"
 
-#include "attn/simd/vec.h"  // ATTN_SIMD_ISA
+#include "attn/simd/vec.h"
 
 namespace attn::rnn_gemm::kernels::ATTN_SIMD_ISA {
 namespace {
 
-// 16 floats; the compiler maps it to one zmm, two ymm or four xmm registers.
-typedef float v16 __attribute__((vector_size(64)));
-typedef float v16u __attribute__((vector_size(64), aligned(4)));  // unaligned access to C
-
-#ifdef __AVX512F__
-constexpr int kMaxRows = 12;
+using namespace simd;
+constexpr int kNV = int(kPanel) / kLanes;  // vectors per panel row
+static_assert(kNV * kLanes == kPanel);
+#if defined(__AVX512F__)
+#define ATTN_GEMM_MAX_ROWS 12
+#elif defined(__AVX2__)
+#define ATTN_GEMM_MAX_ROWS 3
 #else
-constexpr int kMaxRows = 6;
+#define ATTN_GEMM_MAX_ROWS 2
 #endif
+constexpr int kMaxRows = ATTN_GEMM_MAX_ROWS;
 
 template <int MR>
 void micro_kernel(int64_t K, const float* __restrict a, int64_t lda, const float* __restrict panel,
                   float* __restrict c, int64_t ldc, int64_t cols, bool accumulate) {
-  v16 acc0[MR], acc1[MR];
+  vf acc[MR][kNV];
 #pragma GCC unroll 12
-  for (int r = 0; r < MR; ++r) acc0[r] = acc1[r] = v16{};
+  for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 32
+    for (int v = 0; v < kNV; ++v) acc[r][v] = zero();
   for (int64_t k = 0; k < K; ++k) {
     // the panel streams from L2 (64-192 KB): fetch 16 rows ahead (measured best
     // of 4/8/16/32 here: +20% over none; prefetching A's rows as well was worse)
     __builtin_prefetch(panel + (k + 16) * kPanel);
     __builtin_prefetch(panel + (k + 16) * kPanel + 16);
-    const v16 b0 = *reinterpret_cast<const v16*>(panel + k * kPanel);
-    const v16 b1 = *reinterpret_cast<const v16*>(panel + k * kPanel + 16);
+    vf b[kNV];
+#pragma GCC unroll 32
+    for (int v = 0; v < kNV; ++v) b[v] = load(panel + k * kPanel + v * kLanes);
 #pragma GCC unroll 12
     for (int r = 0; r < MR; ++r) {
-      const float s = a[r * lda + k];
-      acc0[r] += b0 * s;
-      acc1[r] += b1 * s;
+      const vf s = set1(a[r * lda + k]);
+#pragma GCC unroll 32
+      for (int v = 0; v < kNV; ++v) acc[r][v] = fmadd(b[v], s, acc[r][v]);
     }
   }
   if (cols == kPanel) {
 #pragma GCC unroll 12
-    for (int r = 0; r < MR; ++r) {
-      v16u* c0 = reinterpret_cast<v16u*>(c + r * ldc);
-      v16u* c1 = reinterpret_cast<v16u*>(c + r * ldc + 16);
-      if (accumulate) {
-        *c0 = *c0 + acc0[r];
-        *c1 = *c1 + acc1[r];
-      } else {
-        *c0 = acc0[r];
-        *c1 = acc1[r];
+    for (int r = 0; r < MR; ++r)
+#pragma GCC unroll 32
+      for (int v = 0; v < kNV; ++v) {
+        float* cp = c + r * ldc + v * kLanes;
+        store(cp, accumulate ? add(load(cp), acc[r][v]) : acc[r][v]);
       }
-    }
     return;
   }
   // a group's last, partial panel
   for (int r = 0; r < MR; ++r) {
     alignas(64) float tmp[kPanel];
-    *reinterpret_cast<v16*>(tmp) = acc0[r];
-    *reinterpret_cast<v16*>(tmp + 16) = acc1[r];
+    for (int v = 0; v < kNV; ++v) store(tmp + v * kLanes, acc[r][v]);
     for (int64_t j = 0; j < cols; ++j) c[r * ldc + j] = accumulate ? c[r * ldc + j] + tmp[j] : tmp[j];
   }
 }
 
 using MicroKernel = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, int64_t, bool);
-constexpr MicroKernel kKernels[] = {nullptr,         micro_kernel<1>, micro_kernel<2>,  micro_kernel<3>, micro_kernel<4>,
-                                    micro_kernel<5>, micro_kernel<6>, micro_kernel<7>,  micro_kernel<8>, micro_kernel<9>,
-                                    micro_kernel<10>, micro_kernel<11>, micro_kernel<12>};
-static_assert(sizeof(kKernels) / sizeof(kKernels[0]) > kMaxRows);
+// row counts 1 .. kMaxRows - 1, the tail of a block of rows
+constexpr MicroKernel kKernels[] = {nullptr, micro_kernel<1>
+#if ATTN_GEMM_MAX_ROWS > 2
+                                    , micro_kernel<2>
+#endif
+#if ATTN_GEMM_MAX_ROWS > 3
+                                    , micro_kernel<3>, micro_kernel<4>, micro_kernel<5>, micro_kernel<6>,
+                                    micro_kernel<7>, micro_kernel<8>, micro_kernel<9>, micro_kernel<10>,
+                                    micro_kernel<11>
+#endif
+};
+static_assert(sizeof(kKernels) / sizeof(kKernels[0]) == kMaxRows);
+#undef ATTN_GEMM_MAX_ROWS
 
 }  // namespace
 
