@@ -4,6 +4,7 @@
 #include <map>
 
 #include "attn/bench/bench.h"
+#include "attn/cpu/blas.h"
 #include "attn/cpu/isa.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/random.h"
@@ -21,7 +22,7 @@ std::string self_path() {
 
 // OpenBLAS's best kernels for this CPU, named explicitly (ATTN_BLAS_CORETYPE in the
 // child): what attn must reach by itself
-const char* best_core() { return cpu::detected_isa() == cpu::Isa::avx512 ? "SKYLAKEX" : "HASWELL"; }
+const char* best_core() { return cpu::blas_core_for(cpu::detected_isa()); }
 
 }  // namespace
 

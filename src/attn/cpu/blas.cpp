@@ -29,15 +29,6 @@ struct Blas {
   SetThreadsFn set_threads = nullptr;
 };
 
-const char* core_for(Isa isa) {
-  switch (isa) {
-    case Isa::avx512: return "SKYLAKEX";
-    case Isa::avx2: return "HASWELL";
-    case Isa::scalar: return "PRESCOTT";
-  }
-  return "PRESCOTT";
-}
-
 // OpenBLAS reads OPENBLAS_CORETYPE when it is opened: set it first. attn's own
 // ATTN_BLAS_CORETYPE wins; otherwise the core follows attn's instruction set and
 // replaces an OPENBLAS_CORETYPE inherited from the environment (the images of
@@ -45,7 +36,7 @@ const char* core_for(Isa isa) {
 void choose_core_type(BlasInfo& info) {
   const char* own = std::getenv("ATTN_BLAS_CORETYPE");
   const char* inherited = std::getenv("OPENBLAS_CORETYPE");
-  const std::string core = own && *own ? own : core_for(isa());
+  const std::string core = own && *own ? own : blas_core_for(isa());
   info.coretype_source = own && *own ? "ATTN_BLAS_CORETYPE" : "attn";
   if (inherited && *inherited && strcasecmp(core.c_str(), inherited) != 0) info.coretype_replaced = inherited;
   setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
@@ -112,6 +103,15 @@ const Blas& blas() {
 }
 
 }  // namespace
+
+const char* blas_core_for(Isa isa) {
+  switch (isa) {
+    case Isa::avx512: return "SKYLAKEX";
+    case Isa::avx2: return "HASWELL";
+    case Isa::scalar: return "PRESCOTT";
+  }
+  return "PRESCOTT";
+}
 
 const BlasInfo& blas_info() { return blas().info; }
 

@@ -25,7 +25,12 @@
 #include <cstdint>
 #include <string>
 
+#include "attn/cpu/isa.h"
+
 namespace attn::cpu {
+
+// OpenBLAS's core for an instruction set: SKYLAKEX, HASWELL or PRESCOTT
+const char* blas_core_for(Isa isa);
 
 struct BlasInfo {
   std::string path;       // what dlopen was given ("ATTN_BLAS" value or a candidate)
