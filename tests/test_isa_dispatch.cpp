@@ -228,7 +228,8 @@ TEST(IsaDispatch, OutputLossKernelsEveryBuildMatchTheReference) {
   }
 }
 
-// rnnsearch_kernels::attend_row and attend_row_backward of every build against
+// rnnsearch_kernels::attend_row (and its parts attention_weights_row and
+// weighted_rows_add) and attend_row_backward of every build against
 // double. A = 21 and Dv = 19 leave vector tails in every build. The score is
 // v^T tanh_rational(q + k) (~6 ulp per tanh, simd/math.h), so scores, weights
 // and the context carry ~A * 6 ulp ~ 1e-5 of absolute error.
@@ -283,6 +284,20 @@ TEST(IsaDispatch, RnnSearchAttentionEveryBuildMatchesTheReference) {
                                                           w.data(), c.data(), k.data(), S * A);
     EXPECT_ABS_CLOSE(w, ref_w, 2e-5, what + " weights");
     EXPECT_ABS_CLOSE(c, ref_c, 2e-5, what + " context");
+    // the weights alone (the folded search step), and the context as a weighted sum of
+    // rows (h read with stride Dv + 2, into a c that already holds a value: out +=)
+    std::vector<float> w2(static_cast<size_t>(S), -1.0f);
+    ISA_BUILD(models::rnnsearch_kernels, attention_weights_row, isa)(q.data(), k.data(), v.data(), A, L, S,
+                                                                     w2.data(), h.data(), Dv);
+    EXPECT_ABS_CLOSE(w2, ref_w, 2e-5, what + " weights alone");
+    std::vector<float> hs(static_cast<size_t>(S * (Dv + 2)), 1e6f), c2(static_cast<size_t>(Dv), 0.5f),
+        ref_c2 = ref_c;
+    for (int64_t j = 0; j < L; ++j)
+      for (int64_t d = 0; d < Dv; ++d) hs[size_t(j * (Dv + 2) + d)] = h[size_t(j * Dv + d)];
+    for (float& x : ref_c2) x += 0.5f;
+    ISA_BUILD(models::rnnsearch_kernels, weighted_rows_add, isa)(ref_w.data(), L, hs.data(), Dv + 2, Dv, c2.data(),
+                                                                 k.data(), S * A);
+    EXPECT_ABS_CLOSE(c2, ref_c2, 2e-5, what + " weighted rows");
     std::vector<float> dk = dk0, dh = dh0, dq = dq0, dv = dv0, scratch(static_cast<size_t>(S));
     models::rnnsearch_kernels::AttendBackward ab;
     ab.A = A, ab.Dv = Dv, ab.L = L, ab.q = q.data(), ab.keys = k.data(), ab.v = v.data(), ab.values = h.data(),

@@ -193,10 +193,13 @@ TEST(RnnSearchSearchStep, MatchesStepForBothLayouts) {
     }
     models::StepOutput ref = model->step(models::select_rows(e.memory, rows), state, ids);
     std::vector<std::vector<float>> layouts_lp;
-    for (int layout = 0; layout < 4; ++layout) {
-      // row-major and packed weights, each with the embedding's products folded and per step
+    for (int layout = 0; layout < 8; ++layout) {
+      // row-major and packed weights, each with the embedding's products folded and per step,
+      // and each of those with the context's products folded and per step
       const models::StepPacking packing = layout % 2 ? models::StepPacking::Packed : models::StepPacking::RowMajor;
-      const bool fold = layout < 2;
+      const bool fold = layout % 4 < 2;
+      const models::ContextProducts context =
+          layout < 4 ? models::ContextProducts::Folded : models::ContextProducts::PerStep;
       // the weights as RnnSearch::decoder() passes them, by parameter name
       auto p = model->named_parameters();
       auto get = [&](const std::string& name) {
@@ -211,7 +214,8 @@ TEST(RnnSearchSearchStep, MatchesStepForBothLayouts) {
       w.b_ih = get("decoder.bias_ih"), w.b_hh = get("decoder.bias_hh");
       w.w_o = get("readout.weight"), w.b_o = get("readout.bias");
       w.w_y = get("output.weight"), w.b_y = get("output.bias");
-      auto dec = models::make_rnnsearch_decoder(models::prepare_rnnsearch_decoder(w, packing, fold), e.memory, N);
+      auto dec = models::make_rnnsearch_decoder(models::prepare_rnnsearch_decoder(w, packing, fold), e.memory, N,
+                                                context);
       const models::StepTop& out = dec->step(rows, state, prev, k);
       ASSERT_EQ(out.k, k);
       ASSERT_EQ(int64_t(out.tokens.size()), N * k);
@@ -252,8 +256,8 @@ TEST(RnnSearchSearchStep, MatchesStepForBothLayouts) {
   }
   set_num_threads(0);
   // the thread count changes nothing, bit for bit (each layout: 1 thread vs 2 threads)
-  ASSERT_EQ(by_threads.size(), 8u);
-  for (size_t l = 0; l < 4; ++l) EXPECT_EQ(by_threads[l], by_threads[l + 4]) << "layout " << l;
+  ASSERT_EQ(by_threads.size(), 16u);
+  for (size_t l = 0; l < 8; ++l) EXPECT_EQ(by_threads[l], by_threads[l + 8]) << "layout " << l;
 }
 
 // Searches over enough sentences for the packed layout (>= kPackRows rows):

@@ -73,10 +73,54 @@ inline void score_row_backward(const float* qp, const float* kp, const float* v,
     dv[a] += de * t;
   }
 }
-// One query of an additive attention step over the first L of S keys:
+// The attention weights of one query over the first L of S keys:
 //   w_j = softmax_j(v^T tanh(qp + kp_j)) for j < L, 0 for L <= j < S (all 0 when L == 0)
-//   c   = sum_j w_j h_j
-// qp [A], kp [S, A] and h [S, Dv] row-major; writes w [S] and c [Dv].
+// qp [A], kp [S, A] row-major; writes w [S]. Scoring key j (arithmetic-bound)
+// fetches row j of pf (pf_floats floats per row, the rows the caller reads
+// next with these weights) into L2; pf may be null.
+inline void attention_weights_row(const float* qp, const float* kp, const float* v, int64_t A, int64_t L, int64_t S,
+                                  float* w, const float* pf = nullptr, int64_t pf_floats = 0) {
+  float mx = -__builtin_inff();
+  for (int64_t j = 0; j < L; ++j) {
+    const float e = w[j] = score_row(qp, kp + j * A, v, A, pf ? pf + j * pf_floats : nullptr,
+                                     pf_floats * int64_t(sizeof(float)));
+    mx = mx < e ? e : mx;  // std::max(mx, e)
+  }
+  float sum = 0.0f;
+  for (int64_t j = 0; j < L; ++j) sum += (w[j] = __builtin_expf(w[j] - mx));
+  const float inv = L > 0 ? 1.0f / sum : 0.0f;
+  for (int64_t j = 0; j < L; ++j) w[j] *= inv;
+  for (int64_t j = L; j < S; ++j) w[j] = 0.0f;
+}
+
+// out [cols] += sum_{j < L} w_j rows_j, rows [L, ld] row-major: the context
+// sum of attention (rows: values), streaming the rows once, four per pass over
+// out. Bound by reading the rows, so it fetches next [next_floats] (or null),
+// what the caller's next row needs, into L2 on the way.
+inline void weighted_rows_add(const float* w, int64_t L, const float* rows, int64_t ld, int64_t cols, float* out,
+                              const float* next = nullptr, int64_t next_floats = 0) {
+  const char* nk = reinterpret_cast<const char*>(next);
+  const int64_t passes = L / 4 > 1 ? L / 4 : 1, nk_lines = next ? (next_floats * int64_t(sizeof(float)) + 63) / 64 : 0,
+                nk_per_pass = (nk_lines + passes - 1) / passes;
+  int64_t j = 0, nk_line = 0;
+  for (; j + 4 <= L; j += 4, nk_line += nk_per_pass) {
+    prefetch_l2(nk, nk_line, nk_line + nk_per_pass < nk_lines ? nk_line + nk_per_pass : nk_lines);
+    const float a0 = w[j], a1 = w[j + 1], a2 = w[j + 2], a3 = w[j + 3];
+    const float *h0 = rows + j * ld, *h1 = h0 + ld, *h2 = h1 + ld, *h3 = h2 + ld;
+#pragma omp simd
+    for (int64_t d = 0; d < cols; ++d) out[d] += a0 * h0[d] + a1 * h1[d] + a2 * h2[d] + a3 * h3[d];
+  }
+  if (nk_line < nk_lines) prefetch_l2(nk, nk_line, nk_lines);
+  for (; j < L; ++j) {
+    const float a = w[j];
+    const float* hj = rows + j * ld;
+#pragma omp simd
+    for (int64_t d = 0; d < cols; ++d) out[d] += a * hj[d];
+  }
+}
+
+// One query of an additive attention step over the first L of S keys:
+//   w = attention_weights_row(...), c [Dv] = sum_j w_j h_j,  h [S, Dv] row-major.
 // Memory and arithmetic overlap: scoring key j (arithmetic-bound) fetches value
 // row j into L2, and the context sum (bound by reading the values) fetches
 // next_kp [next_kp_floats], the keys of the caller's next query, if any. At
@@ -85,36 +129,9 @@ inline void score_row_backward(const float* qp, const float* kp, const float* v,
 inline void attend_row(const float* qp, const float* kp, const float* v, int64_t A, const float* h, int64_t Dv,
                        int64_t L, int64_t S, float* w, float* c, const float* next_kp = nullptr,
                        int64_t next_kp_floats = 0) {
-  float mx = -__builtin_inff();
-  for (int64_t j = 0; j < L; ++j) {
-    const float e = w[j] = score_row(qp, kp + j * A, v, A, h + j * Dv, Dv * int64_t(sizeof(float)));
-    mx = mx < e ? e : mx;  // std::max(mx, e)
-  }
-  float sum = 0.0f;
-  for (int64_t j = 0; j < L; ++j) sum += (w[j] = __builtin_expf(w[j] - mx));
-  const float inv = L > 0 ? 1.0f / sum : 0.0f;
-  for (int64_t j = 0; j < L; ++j) w[j] *= inv;
-  for (int64_t j = L; j < S; ++j) w[j] = 0.0f;
-  // c = sum_j w_j h_j, streaming the values once: four rows per pass over c
+  attention_weights_row(qp, kp, v, A, L, S, w, h, Dv);
   for (int64_t d = 0; d < Dv; ++d) c[d] = 0.0f;
-  const char* nk = reinterpret_cast<const char*>(next_kp);
-  const int64_t passes = L / 4 > 1 ? L / 4 : 1,
-                nk_lines = next_kp ? (next_kp_floats * int64_t(sizeof(float)) + 63) / 64 : 0,
-                nk_per_pass = (nk_lines + passes - 1) / passes;
-  int64_t j = 0, nk_line = 0;
-  for (; j + 4 <= L; j += 4, nk_line += nk_per_pass) {
-    prefetch_l2(nk, nk_line, nk_line + nk_per_pass < nk_lines ? nk_line + nk_per_pass : nk_lines);
-    const float a0 = w[j], a1 = w[j + 1], a2 = w[j + 2], a3 = w[j + 3];
-    const float *h0 = h + j * Dv, *h1 = h0 + Dv, *h2 = h1 + Dv, *h3 = h2 + Dv;
-#pragma omp simd
-    for (int64_t d = 0; d < Dv; ++d) c[d] += a0 * h0[d] + a1 * h1[d] + a2 * h2[d] + a3 * h3[d];
-  }
-  for (; j < L; ++j) {
-    const float a = w[j];
-    const float* hj = h + j * Dv;
-#pragma omp simd
-    for (int64_t d = 0; d < Dv; ++d) c[d] += a * hj[d];
-  }
+  weighted_rows_add(w, L, h, Dv, Dv, c, next_kp, next_kp_floats);
 }
 
 }  // namespace ATTN_SIMD_ISA

@@ -49,6 +49,16 @@ void attend_row(const float* qp, const float* kp, const float* v, int64_t A, con
   attention::detail::attend_row(qp, kp, v, A, h, Dv, L, S, w, c, next_kp, next_kp_floats);
 }
 
+void attention_weights_row(const float* qp, const float* kp, const float* v, int64_t A, int64_t L, int64_t S,
+                           float* w, const float* pf, int64_t pf_floats) {
+  attention::detail::attention_weights_row(qp, kp, v, A, L, S, w, pf, pf_floats);
+}
+
+void weighted_rows_add(const float* w, int64_t L, const float* rows, int64_t ld, int64_t cols, float* out,
+                       const float* next, int64_t next_floats) {
+  attention::detail::weighted_rows_add(w, L, rows, ld, cols, out, next, next_floats);
+}
+
 void attend_row_backward(const AttendBackward& a) {
   const int64_t A = a.A, Dv = a.Dv, L = a.L;
   // c = sum_j a_j h_j  =>  da_j = dc . h_j,  dh_j += a_j dc

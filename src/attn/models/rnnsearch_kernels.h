@@ -50,6 +50,10 @@ struct LogitsTile {
 ATTN_ISA_DECLARE(void attend_row(const float* qp, const float* kp, const float* v, int64_t A, const float* h,
                                  int64_t Dv, int64_t L, int64_t S, float* w, float* c, const float* next_kp,
                                  int64_t next_kp_floats);
+                 void attention_weights_row(const float* qp, const float* kp, const float* v, int64_t A, int64_t L,
+                                            int64_t S, float* w, const float* pf, int64_t pf_floats);
+                 void weighted_rows_add(const float* w, int64_t L, const float* rows, int64_t ld, int64_t cols,
+                                        float* out, const float* next, int64_t next_floats);
                  void attend_row_backward(const AttendBackward& a);
                  void tanh_columns(float* t, int64_t ldt, int64_t n, int64_t c0, int64_t c1);
                  void logits_tile(const LogitsTile& t);
@@ -63,6 +67,20 @@ inline void attend_row(const float* qp, const float* kp, const float* v, int64_t
                        int64_t L, int64_t S, float* w, float* c, const float* next_kp = nullptr,
                        int64_t next_kp_floats = 0) {
   ATTN_ISA_CALL(attend_row, qp, kp, v, A, h, Dv, L, S, w, c, next_kp, next_kp_floats);
+}
+
+// The weights alone: w [S] = softmax_j(v^T tanh(qp + kp_j)) (0 for j >= L);
+// row j of pf [L, pf_floats] (or null) is fetched into L2 meanwhile.
+inline void attention_weights_row(const float* qp, const float* kp, const float* v, int64_t A, int64_t L, int64_t S,
+                                  float* w, const float* pf = nullptr, int64_t pf_floats = 0) {
+  ATTN_ISA_CALL(attention_weights_row, qp, kp, v, A, L, S, w, pf, pf_floats);
+}
+
+// out [cols] += sum_{j < L} w_j rows_j, rows [L, ld]; next [next_floats] (or
+// null) is fetched into L2 meanwhile.
+inline void weighted_rows_add(const float* w, int64_t L, const float* rows, int64_t ld, int64_t cols, float* out,
+                              const float* next = nullptr, int64_t next_floats = 0) {
+  ATTN_ISA_CALL(weighted_rows_add, w, L, rows, ld, cols, out, next, next_floats);
 }
 
 // da_j = dc . h_j, dh_j += a_j dc, then de_j = a_j (da_j - sum_k a_k da_k)

@@ -38,21 +38,41 @@ struct RnnSearchPrepared final : PreparedDecoder {
   bool folded = false;
   Tensor t_ih, t_o;            // folded: [V, G] and [V, R] tables (see the header)
   Tensor b_ih, b_o;            // unfolded: the biases the per-step products start from
-  nn::StepLinear q, hh, ihc, o, y;  // W_a, W_hh, W_ih[:, E:], W_o[:, :Hd+Dv], W_y
-  nn::StepLinear ie, oe;            // unfolded: W_ih[:, :E], W_o[:, Hd+Dv:]
+  Tensor w_ctx;                // [G + R, Dv]: W_ih[:, E:] over W_o[:, Hd:Hd+Dv] (the context's products, folded)
+  nn::StepLinear q, hh, ihc, os, oc, y;  // W_a, W_hh, W_ih[:, E:], W_o[:, :Hd], W_o[:, Hd:Hd+Dv], W_y
+  nn::StepLinear ie, oe;                 // unfolded: W_ih[:, :E], W_o[:, Hd+Dv:]
+};
+
+// One step's arguments, as the phases read them.
+struct StepCall {
+  int64_t N = 0, k = 0;
+  const int64_t* rows = nullptr;  // [N] row -> sentence
+  const int* prev = nullptr;      // [N] previous tokens
+  const float* s = nullptr;       // [N, Hd] previous states
+  bool par = false;
 };
 
 class RnnSearchStepDecoder final : public StepDecoder {
 public:
-  RnnSearchStepDecoder(std::shared_ptr<const RnnSearchPrepared> p, const EncoderMemory& m, int64_t max_rows);
+  RnnSearchStepDecoder(std::shared_ptr<const RnnSearchPrepared> p, const EncoderMemory& m, int64_t max_rows,
+                       ContextProducts context);
   const StepTop& step(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
                       int64_t k) override;
 
 private:
+  void check(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
+             int64_t k) const;
   void reserve(int64_t rows);
-  // Row i of sentence b: attention weights and context from qp_ row i.
-  // next: the sentence of the row after i (-1: none), whose keys are fetched meanwhile.
-  void attend(int64_t i, int64_t b, int64_t next);
+  void fold_context(const EncoderMemory& m);
+  // The phases, called by every thread of the step's parallel region (each an omp for).
+  void start_rows(const StepCall& c);
+  void state_products(const StepCall& c);
+  void attend_rows(const StepCall& c);
+  void context_products(const StepCall& c);
+  void gru_rows(const StepCall& c);
+  void readout(const StepCall& c);
+  void logits_tiles(const StepCall& c, int thread);
+  void merge_top(const StepCall& c, int thread, int threads);
 
   std::shared_ptr<const RnnSearchPrepared> p_;
   Tensor keys_, values_;
@@ -61,6 +81,9 @@ private:
   int64_t Xo_;  // row width of xo_ = [s'; c] (the readout's input; c is also the GRU's)
   int64_t macs_per_row_;
   int64_t cap_ = 0;  // rows the buffers hold
+  bool ctx_folded_ = false;
+  Tensor ctx_;                     // folded: [sum_b len_b, G + R] = values W_ctx^T, the sentences' valid rows
+  std::vector<int64_t> ctx_row_;   // [B] sentence b's first row in ctx_
   Tensor xo_, xe_, qp_, gh_, gx_, t_, weights_;  // xe_: embeddings (unfolded only)
   int64_t tiles_ = 0;           // logits tiles per row: kTileUnits units of W_y each
   Tensor part_max_, part_sum_;  // [rows, tiles_]: max and sum exp(logit - max) of each tile
@@ -114,7 +137,11 @@ std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearch
   p->q = nn::StepLinear(w.W_a.detach().clone(), packed);
   p->hh = nn::StepLinear(w.w_hh.detach().clone(), packed);
   p->ihc = nn::StepLinear(detail::columns(w.w_ih, E, Dv), packed);
-  p->o = nn::StepLinear(detail::columns(w.w_o, 0, Hd + Dv), packed);
+  p->os = nn::StepLinear(detail::columns(w.w_o, 0, Hd), packed);
+  p->oc = nn::StepLinear(detail::columns(w.w_o, Hd, Dv), packed);
+  p->w_ctx = Tensor::empty({G + R, Dv});
+  std::memcpy(p->w_ctx.data(), detail::columns(w.w_ih, E, Dv).data(), size_t(G * Dv) * sizeof(float));
+  std::memcpy(p->w_ctx.data() + G * Dv, detail::columns(w.w_o, Hd, Dv).data(), size_t(R * Dv) * sizeof(float));
   p->y = nn::StepLinear(w.w_y.detach().clone(), packed);
   p->folded = fold && V * (G + R) <= kMaxFoldedFloats;
   const Tensor b_ih = or_zeros(w.b_ih, {G}).detach().clone(), b_o = or_zeros(w.b_o, {R}).detach().clone();
@@ -140,7 +167,7 @@ std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearch
 namespace {
 
 RnnSearchStepDecoder::RnnSearchStepDecoder(std::shared_ptr<const RnnSearchPrepared> p, const EncoderMemory& m,
-                                           int64_t max_rows)
+                                           int64_t max_rows, ContextProducts context)
     : p_(std::move(p)), keys_(m.keys), values_(m.values) {
   V_ = p_->V, E_ = p_->E, A_ = p_->A, Hd_ = p_->Hd, G_ = p_->G, Dv_ = p_->Dv, R_ = p_->R;
   const bool ok = keys_.defined() && values_.defined() && keys_.dim() == 3 && values_.dim() == 3 &&
@@ -153,10 +180,28 @@ RnnSearchStepDecoder::RnnSearchStepDecoder(std::shared_ptr<const RnnSearchPrepar
   B_ = keys_.size(0), S_ = keys_.size(1);
   Xo_ = Hd_ + Dv_;
   len_ = lengths_in_range("rnnsearch decoder", "lengths", m.lengths, S_);
-  macs_per_row_ = A_ * Hd_ + G_ * Hd_ + G_ * Dv_ + R_ * Xo_ + V_ * R_ + S_ * (A_ + Dv_) +
-                  (p_->folded ? 0 : E_ * (G_ + R_));
+  ctx_folded_ = context == ContextProducts::Folded || (context == ContextProducts::Auto && 2 * S_ <= Dv_);
+  macs_per_row_ = A_ * Hd_ + G_ * Hd_ + R_ * Hd_ + V_ * R_ + S_ * A_ + (ctx_folded_ ? S_ : Dv_) * (G_ + R_) +
+                  (ctx_folded_ ? 0 : S_ * Dv_) + (p_->folded ? 0 : E_ * (G_ + R_));
   tiles_ = (p_->y.units() + kTileUnits - 1) / kTileUnits;
+  if (ctx_folded_) fold_context(m);
   reserve(std::max<int64_t>(1, max_rows));
+}
+
+// ctx_ = h W_ctx^T over the sentences' valid rows (one GEMM): a step then adds
+// sum_j a_j ctx_j to gx and t instead of multiplying c (see the header).
+void RnnSearchStepDecoder::fold_context(const EncoderMemory& m) {
+  ctx_row_.resize(size_t(B_));
+  int64_t rows = 0;
+  for (int64_t b = 0; b < B_; ++b) ctx_row_[size_t(b)] = rows, rows += len_[size_t(b)];
+  ctx_ = Tensor::empty({std::max<int64_t>(rows, 1), G_ + R_});
+  if (rows == 0) return;
+  Tensor h = Tensor::empty({rows, Dv_});
+  for (int64_t b = 0; b < B_; ++b)
+    std::memcpy(h.data() + ctx_row_[size_t(b)] * Dv_, m.values.data() + b * S_ * Dv_,
+                size_t(len_[size_t(b)] * Dv_) * sizeof(float));
+  kernels::gemm(false, true, rows, G_ + R_, Dv_, 1.0f, h.data(), Dv_, p_->w_ctx.data(), Dv_, 0.0f, ctx_.data(),
+                G_ + R_);
 }
 
 void RnnSearchStepDecoder::reserve(int64_t rows) {
@@ -175,19 +220,8 @@ void RnnSearchStepDecoder::reserve(int64_t rows) {
   next_rows_.resize(size_t(rows));
 }
 
-void RnnSearchStepDecoder::attend(int64_t i, int64_t b, int64_t next) {
-  const int64_t L = len_[size_t(b)], S = S_, A = A_, Dv = Dv_;
-  const float* q = qp_.data() + i * A;
-  const float* kb = keys_.data() + b * S * A;
-  const float* hb = values_.data() + b * S * Dv;
-  // e_j = v^T tanh(W_a s + U h_j + b_U); a = softmax over j < L; c = sum_j a_j h_j (read by the GRU and the readout)
-  rnnsearch_kernels::attend_row(q, kb, p_->v.data(), A, hb, Dv, L, S, weights_.data() + i * S,
-                                xo_.data() + i * Xo_ + Hd_, next >= 0 ? keys_.data() + next * S * A : nullptr,
-                                next >= 0 ? len_[size_t(next)] * A : 0);
-}
-
-const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, const DecoderState& state,
-                                          const std::vector<int>& prev, int64_t k) {
+void RnnSearchStepDecoder::check(const std::vector<int64_t>& rows, const DecoderState& state,
+                                 const std::vector<int>& prev, int64_t k) const {
   const int64_t N = int64_t(rows.size());
   if (state.tensors.size() != 1 || !state.tensors[0].defined() || state.tensors[0].dim() != 2 ||
       state.tensors[0].size(0) != N || state.tensors[0].size(1) != Hd_ || int64_t(prev.size()) != N)
@@ -202,153 +236,219 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
       throw std::invalid_argument("rnnsearch decoder step: token " + std::to_string(prev[size_t(i)]) +
                                   " outside [0, " + std::to_string(V_) + ")");
   }
+}
+
+// 1a. gx and t start from the previous token's table rows (unfolded: from the
+// biases, and the embedding goes into xe)
+void RnnSearchStepDecoder::start_rows(const StepCall& c) {
+  const RnnSearchPrepared& p = *p_;
+  const int64_t G = G_, R = R_, E = E_;
+  float *gx = gx_.data(), *tt = t_.data();
+#pragma omp for schedule(dynamic, 16) nowait
+  for (int64_t i = 0; i < c.N; ++i) {
+    const int64_t y = c.prev[i];
+    if (p.folded) {
+      std::memcpy(gx + i * G, p.t_ih.data() + y * G, size_t(G) * sizeof(float));
+      std::memcpy(tt + i * R, p.t_o.data() + y * R, size_t(R) * sizeof(float));
+    } else {
+      std::memcpy(gx + i * G, p.b_ih.data(), size_t(G) * sizeof(float));
+      std::memcpy(tt + i * R, p.b_o.data(), size_t(R) * sizeof(float));
+      std::memcpy(xe_.data() + i * E, p.embed.data() + y * E, size_t(E) * sizeof(float));
+    }
+  }
+  if (!p.folded) {
+#pragma omp barrier
+  }
+}
+
+// 1b. qp = s W_a^T and gh = s W_hh^T (unfolded: also the embedding's products),
+// one loop over the products' columns
+void RnnSearchStepDecoder::state_products(const StepCall& c) {
+  const RnnSearchPrepared& p = *p_;
+  const int64_t N = c.N, Hd = Hd_, E = E_, G = G_, R = R_;
+  const int64_t uq = p.q.units(), uh = uq + p.hh.units(), ui = uh + (p.folded ? 0 : p.ie.units()),
+                u1 = ui + (p.folded ? 0 : p.oe.units());
+#pragma omp for schedule(dynamic, 1)
+  for (int64_t u = 0; u < u1; ++u) {
+    if (u < uq)
+      p.q.apply(N, c.s, Hd, u, u + 1, qp_.data(), A_);
+    else if (u < uh)
+      p.hh.apply(N, c.s, Hd, u - uq, u - uq + 1, gh_.data(), G);
+    else if (u < ui)
+      p.ie.apply(N, xe_.data(), E, u - uh, u - uh + 1, gx_.data(), G, true);
+    else
+      p.oe.apply(N, xe_.data(), E, u - ui, u - ui + 1, t_.data(), R, true);
+  }
+}
+
+// 2. each row's attention weights from its sentence's keys; then its context:
+// folded, gx += sum_j a_j ctx_j[:G] and t += sum_j a_j ctx_j[G:]; else c into xo.
+// Beams of one sentence are neighbours: the next sentence's keys are fetched
+// meanwhile only where the row after this one changes sentence.
+void RnnSearchStepDecoder::attend_rows(const StepCall& c) {
+  const int64_t S = S_, A = A_, Dv = Dv_, G = G_, R = R_, W = G_ + R_;
+  const float* v = p_->v.data();
+#pragma omp for schedule(dynamic, 4)
+  for (int64_t i = 0; i < c.N; ++i) {
+    const int64_t b = c.rows[i], next = i + 1 < c.N && c.rows[i + 1] != b ? c.rows[i + 1] : -1;
+    const int64_t L = len_[size_t(b)];
+    const float* q = qp_.data() + i * A;
+    const float* kb = keys_.data() + b * S * A;
+    const float* next_k = next >= 0 ? keys_.data() + next * S * A : nullptr;
+    const int64_t next_floats = next >= 0 ? len_[size_t(next)] * A : 0;
+    float* w = weights_.data() + i * S;
+    if (ctx_folded_) {
+      const float* cb = ctx_.data() + ctx_row_[size_t(b)] * W;
+      rnnsearch_kernels::attention_weights_row(q, kb, v, A, L, S, w, cb, W);
+      rnnsearch_kernels::weighted_rows_add(w, L, cb, W, G, gx_.data() + i * G, next_k, next_floats);
+      rnnsearch_kernels::weighted_rows_add(w, L, cb + G, W, R, t_.data() + i * R);
+    } else {
+      rnnsearch_kernels::attend_row(q, kb, v, A, values_.data() + b * S * Dv, Dv, L, S, w,
+                                    xo_.data() + i * Xo_ + Hd_, next_k, next_floats);
+    }
+  }
+}
+
+// 3. per step (not folded): gx += c W_ih[:, E:]^T and t += c W_o[:, Hd:Hd+Dv]^T
+void RnnSearchStepDecoder::context_products(const StepCall& c) {
+  const RnnSearchPrepared& p = *p_;
+  const float* ctx = xo_.data() + Hd_;
+  const int64_t ui = p.ihc.units(), u1 = ui + p.oc.units();
+#pragma omp for schedule(dynamic, 1)
+  for (int64_t u = 0; u < u1; ++u) {
+    if (u < ui)
+      p.ihc.apply(c.N, ctx, Xo_, u, u + 1, gx_.data(), G_, true);
+    else
+      p.oc.apply(c.N, ctx, Xo_, u - ui, u - ui + 1, t_.data(), R_, true);
+  }
+}
+
+// 4. s' = GRU(gx, gh, s) in blocks of whole rows (b_ih is in gx already). Whole rows
+// stream each gate block sequentially; chunks of hidden units over every row (6 KB
+// apart) left the prefetchers behind: the gate pass waited on its loads.
+void RnnSearchStepDecoder::gru_rows(const StepCall& c) {
+  constexpr int64_t kGruRows = 8;
+  const int64_t N = c.N, G = G_, Hd = Hd_;
+#pragma omp for schedule(dynamic, 1)
+  for (int64_t i0 = 0; i0 < N; i0 += kGruRows) {
+    rnn_kernels::GruForward a;
+    a.n = std::min(kGruRows, N - i0), a.hidden = Hd, a.k_begin = 0, a.k_end = Hd;
+    a.gates = gx_.data() + i0 * G, a.gh = gh_.data() + i0 * G, a.b_ih = p_->zeros_g.data(), a.b_hh = p_->b_hh.data();
+    a.h_prev = c.s + i0 * Hd, a.y_rows = y_rows_.data() + i0, a.next_rows = next_rows_.data() + i0;
+    rnn_kernels::gru_forward(a);  // ghn null: nothing kept for a backward
+  }
+}
+
+// 5. t = tanh(t + s' W_o[:, :Hd]^T), tanh on each unit's columns as they are done
+void RnnSearchStepDecoder::readout(const StepCall& c) {
+  const nn::StepLinear& os = p_->os;
+#pragma omp for schedule(dynamic, 1)
+  for (int64_t u = 0; u < os.units(); ++u) {
+    os.apply(c.N, xo_.data(), Xo_, u, u + 1, t_.data(), R_, true);
+    const int64_t c0 = u * nn::StepLinear::kUnit;
+    rnnsearch_kernels::tanh_columns(t_.data(), R_, c.N, c0, c0 + os.unit_cols(u));
+  }
+}
+
+// 6. logits = t W_y^T + b_y, tile by tile (rows x 128 logits, in L1): each tile's max and
+// sum exp(logit - max), and this thread's running k best logits of each row. The [N, V]
+// logits are never stored; the tiles are fixed (not per thread), so the result does
+// not depend on the thread count.
+void RnnSearchStepDecoder::logits_tiles(const StepCall& c, int thread) {
+  constexpr int64_t kTileRows = 12, kTileCols = kTileUnits * nn::StepLinear::kUnit;
+  const nn::StepLinear& y = p_->y;
+  const int64_t N = c.N, k = c.k, R = R_, V = V_, U = y.units(), T = tiles_;
+  const float* b_y = p_->b_y.defined() ? p_->b_y.data() : nullptr;
+  alignas(64) float tile[kTileRows * kTileCols];
+  int* ttok = top_tok_.data() + int64_t(thread) * N * k;
+  float* tval = top_val_.data() + int64_t(thread) * N * k;
+  int64_t* tn = top_n_.data() + int64_t(thread) * N;
+  std::fill(tn, tn + N, int64_t(0));
+  // a thread's tiles arrive in increasing order, so its lists see tokens in increasing order
+#pragma omp for schedule(dynamic, 1)
+  for (int64_t g = 0; g < T; ++g) {
+    const int64_t u0 = g * kTileUnits, u1 = std::min(U, u0 + kTileUnits);
+    const int64_t o0 = u0 * nn::StepLinear::kUnit, cols = std::min(V, u1 * nn::StepLinear::kUnit) - o0;
+    for (int64_t i0 = 0; i0 < N; i0 += kTileRows) {
+      const int64_t m = std::min(kTileRows, N - i0);
+      for (int64_t u = u0; u < u1; ++u)
+        y.apply_unit(m, t_.data() + i0 * R, R, u, tile + (u - u0) * nn::StepLinear::kUnit, kTileCols);
+      rnnsearch_kernels::LogitsTile lt;
+      lt.x = tile, lt.ld = kTileCols, lt.m = m, lt.cols = cols, lt.first_token = int(o0);
+      lt.bias = b_y ? b_y + o0 : nullptr;
+      lt.tile_max = part_max_.data() + i0 * T + g, lt.tile_sum = part_sum_.data() + i0 * T + g, lt.stats_ld = T;
+      lt.tokens = ttok + i0 * k, lt.values = tval + i0 * k, lt.n = tn + i0, lt.k = k;
+      rnnsearch_kernels::logits_tile(lt);
+    }
+  }
+}
+
+// 7. each row: lse from its tiles (in tile order); the k best of the threads' lists,
+// merged by (logit descending, token ascending): the exact top k whichever thread saw
+// which tile; log p = logit - lse
+void RnnSearchStepDecoder::merge_top(const StepCall& c, int thread, int threads) {
+  const int64_t N = c.N, k = c.k, T = tiles_;
+  int* mtok = merge_tok_.data() + int64_t(thread) * threads * k;
+  float* mval = merge_val_.data() + int64_t(thread) * threads * k;
+  int64_t* order = merge_ord_.data() + int64_t(thread) * threads * k;
+#pragma omp for schedule(dynamic, 4)
+  for (int64_t i = 0; i < N; ++i) {
+    const float lse = rnnsearch_kernels::lse_of_tiles(part_max_.data() + i * T, part_sum_.data() + i * T, T);
+    int64_t n_all = 0;
+    for (int th = 0; th < threads; ++th) {
+      const int64_t n = top_n_[size_t(th * N + i)];
+      const int* tk = top_tok_.data() + (int64_t(th) * N + i) * k;
+      const float* tv = top_val_.data() + (int64_t(th) * N + i) * k;
+      for (int64_t j = 0; j < n; ++j, ++n_all) mtok[n_all] = tk[j], mval[n_all] = tv[j];
+    }
+    std::iota(order, order + n_all, int64_t(0));
+    std::sort(order, order + n_all, [&](int64_t p, int64_t q) {
+      return mval[p] != mval[q] ? mval[p] > mval[q] : mtok[p] < mtok[q];
+    });
+    for (int64_t j = 0; j < k; ++j) {
+      out_.tokens[size_t(i * k + j)] = mtok[order[j]];
+      out_.log_probs[size_t(i * k + j)] = mval[order[j]] - lse;
+    }
+  }
+}
+
+const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, const DecoderState& state,
+                                          const std::vector<int>& prev, int64_t k) {
+  check(rows, state, prev, k);
+  StepCall c;
+  c.N = int64_t(rows.size()), c.k = k, c.rows = rows.data(), c.prev = prev.data(), c.s = state.tensors[0].data();
+  const int64_t N = c.N;
   reserve(N);
   Tensor s_new = Tensor::empty({N, Hd_});
   for (int64_t i = 0; i < N; ++i) {
-    y_rows_[size_t(i)] = xo_.data() + i * Xo_;  // s' is the first part of the readout input ...
+    y_rows_[size_t(i)] = xo_.data() + i * Xo_;       // s' is the first part of the readout input ...
     next_rows_[size_t(i)] = s_new.data() + i * Hd_;  // ... and the next state
   }
   out_.k = k;
   out_.tokens.resize(size_t(N * k));
   out_.log_probs.resize(size_t(N * k));
-
-  const RnnSearchPrepared& p = *p_;
-  const float* s = state.tensors[0].data();
-  const float* b_y = p.b_y.defined() ? p.b_y.data() : nullptr;
-  float *xo = xo_.data(), *xe = p.folded ? nullptr : xe_.data(), *qp = qp_.data(), *gh = gh_.data(),
-        *gx = gx_.data(), *tt = t_.data();
-  const int64_t E = E_, Hd = Hd_, G = G_, R = R_, A = A_, V = V_, Xo = Xo_, U = p.y.units(), T = tiles_;
-  const bool par = num_threads() > 1 && N * macs_per_row_ >= kParallelMacs;
-  const int64_t max_threads = par ? num_threads() : 1;
+  c.par = num_threads() > 1 && N * macs_per_row_ >= kParallelMacs;
+  const int64_t max_threads = c.par ? num_threads() : 1;
   top_tok_.resize(size_t(max_threads * N * k));
   top_val_.resize(size_t(max_threads * N * k));
   top_n_.resize(size_t(max_threads * N));
   merge_tok_.resize(size_t(max_threads * max_threads * k));
   merge_val_.resize(size_t(max_threads * max_threads * k));
   merge_ord_.resize(size_t(max_threads * max_threads * k));
-  float *pmax = part_max_.data(), *psum = part_sum_.data();
-  // the column loop of phase 1: W_a, W_hh, and unfolded the embedding's products
-  const int64_t uq = p.q.units(), uh = uq + p.hh.units(), ui = uh + (p.folded ? 0 : p.ie.units()),
-                u1 = ui + (p.folded ? 0 : p.oe.units()), kGruRows = 8;
   // Work is handed out in small chunks (schedule dynamic), so that a thread that
   // shares its core with another process takes fewer chunks instead of holding
   // up the barrier (statically split, such a step ran 1.6x slower on 2 threads
   // than on 1). Every chunk's result is the same whichever thread computes it.
-#pragma omp parallel if (par)
+#pragma omp parallel if (c.par)
   {
-    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-    // 1. gx and t start from the previous token's table rows (unfolded: from the biases,
-    // the embedding into xe); qp = s W_a^T and gh = s W_hh^T (one loop over the products' columns)
-#pragma omp for schedule(dynamic, 16) nowait
-    for (int64_t i = 0; i < N; ++i) {
-      const int64_t y = prev[size_t(i)];
-      if (p.folded) {
-        std::memcpy(gx + i * G, p.t_ih.data() + y * G, size_t(G) * sizeof(float));
-        std::memcpy(tt + i * R, p.t_o.data() + y * R, size_t(R) * sizeof(float));
-      } else {
-        std::memcpy(gx + i * G, p.b_ih.data(), size_t(G) * sizeof(float));
-        std::memcpy(tt + i * R, p.b_o.data(), size_t(R) * sizeof(float));
-        std::memcpy(xe + i * E, p.embed.data() + y * E, size_t(E) * sizeof(float));
-      }
-    }
-    if (!p.folded) {
-#pragma omp barrier
-    }
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < u1; ++u) {
-      if (u < uq)
-        p.q.apply(N, s, Hd, u, u + 1, qp, A);
-      else if (u < uh)
-        p.hh.apply(N, s, Hd, u - uq, u - uq + 1, gh, G);
-      else if (u < ui)
-        p.ie.apply(N, xe, E, u - uh, u - uh + 1, gx, G, true);
-      else
-        p.oe.apply(N, xe, E, u - ui, u - ui + 1, tt, R, true);
-    }
-    // 2. attention weights and context of each row, from its sentence's keys and values
-#pragma omp for schedule(dynamic, 4)
-    for (int64_t i = 0; i < N; ++i) {
-      // beams of one sentence are neighbours: fetch keys only when the next row changes sentence
-      const int64_t b = rows[size_t(i)], next = i + 1 < N && rows[size_t(i + 1)] != b ? rows[size_t(i + 1)] : -1;
-      attend(i, b, next);
-    }
-    // 3. gx += c W_ih[:, E:]^T
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < p.ihc.units(); ++u) p.ihc.apply(N, xo + Hd, Xo, u, u + 1, gx, G, true);
-    // 4. s' = GRU(gx, gh, s) in blocks of whole rows (b_ih is in gx already). Whole rows
-    // stream each gate block sequentially; chunks of hidden units over every row (6 KB
-    // apart) left the prefetchers behind: the gate pass waited on its loads.
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t i0 = 0; i0 < N; i0 += kGruRows) {
-      rnn_kernels::GruForward a;
-      a.n = std::min(kGruRows, N - i0), a.hidden = Hd, a.k_begin = 0, a.k_end = Hd;
-      a.gates = gx + i0 * G, a.gh = gh + i0 * G, a.b_ih = p.zeros_g.data(), a.b_hh = p.b_hh.data();
-      a.h_prev = s + i0 * Hd, a.y_rows = y_rows_.data() + i0, a.next_rows = next_rows_.data() + i0;
-      rnn_kernels::gru_forward(a);  // ghn null: nothing kept for a backward
-    }
-    // 5. t = tanh(t + [s'; c] W_o[:, :Hd+Dv]^T)
-#pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < p.o.units(); ++u) {
-      p.o.apply(N, xo, Xo, u, u + 1, tt, R, true);
-      const int64_t c0 = u * nn::StepLinear::kUnit;
-      rnnsearch_kernels::tanh_columns(tt, R, N, c0, c0 + p.o.unit_cols(u));
-    }
-    // 6. logits = t W_y^T + b_y, tile by tile (rows x 128 logits, in L1): each tile's max and
-    // sum exp(logit - max), and this thread's running k best logits of each row. The [N, V]
-    // logits are never stored; the tiles are fixed (not per thread), so the result does
-    // not depend on the thread count.
-    {
-      constexpr int64_t kTileRows = 12, kTileCols = kTileUnits * nn::StepLinear::kUnit;
-      alignas(64) float tile[kTileRows * kTileCols];
-      int* ttok = top_tok_.data() + int64_t(t) * N * k;
-      float* tval = top_val_.data() + int64_t(t) * N * k;
-      int64_t* tn = top_n_.data() + int64_t(t) * N;
-      std::fill(tn, tn + N, int64_t(0));
-      // a thread's tiles arrive in increasing order, so its lists see tokens in increasing order
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t g = 0; g < T; ++g) {
-        const int64_t u0 = g * kTileUnits, u1 = std::min(U, u0 + kTileUnits);
-        const int64_t o0 = u0 * nn::StepLinear::kUnit, cols = std::min(V, u1 * nn::StepLinear::kUnit) - o0;
-        for (int64_t i0 = 0; i0 < N; i0 += kTileRows) {
-          const int64_t m = std::min(kTileRows, N - i0);
-          for (int64_t u = u0; u < u1; ++u)
-            p.y.apply_unit(m, tt + i0 * R, R, u, tile + (u - u0) * nn::StepLinear::kUnit, kTileCols);
-          rnnsearch_kernels::LogitsTile lt;
-          lt.x = tile, lt.ld = kTileCols, lt.m = m, lt.cols = cols, lt.first_token = int(o0);
-          lt.bias = b_y ? b_y + o0 : nullptr;
-          lt.tile_max = pmax + i0 * T + g, lt.tile_sum = psum + i0 * T + g, lt.stats_ld = T;
-          lt.tokens = ttok + i0 * k, lt.values = tval + i0 * k, lt.n = tn + i0, lt.k = k;
-          rnnsearch_kernels::logits_tile(lt);
-        }
-      }
-    }
-    // 7. each row: lse from its tiles (in tile order); the k best of the threads' lists,
-    // merged by (logit descending, token ascending): the exact top k whichever thread saw
-    // which tile; log p = logit - lse
-    {
-      int* mtok = merge_tok_.data() + int64_t(t) * nt * k;
-      float* mval = merge_val_.data() + int64_t(t) * nt * k;
-      int64_t* order = merge_ord_.data() + int64_t(t) * nt * k;
-#pragma omp for schedule(dynamic, 4)
-      for (int64_t i = 0; i < N; ++i) {
-        const float lse = rnnsearch_kernels::lse_of_tiles(pmax + i * T, psum + i * T, T);
-        int64_t c = 0;
-        for (int th = 0; th < nt; ++th) {
-          const int64_t n = top_n_[size_t(th * N + i)];
-          const int* tk = top_tok_.data() + (int64_t(th) * N + i) * k;
-          const float* tv = top_val_.data() + (int64_t(th) * N + i) * k;
-          for (int64_t j = 0; j < n; ++j, ++c) mtok[c] = tk[j], mval[c] = tv[j];
-        }
-        std::iota(order, order + c, int64_t(0));
-        std::sort(order, order + c, [&](int64_t p, int64_t q) {
-          return mval[p] != mval[q] ? mval[p] > mval[q] : mtok[p] < mtok[q];
-        });
-        for (int64_t j = 0; j < k; ++j) {
-          out_.tokens[size_t(i * k + j)] = mtok[order[j]];
-          out_.log_probs[size_t(i * k + j)] = mval[order[j]] - lse;
-        }
-      }
-    }
+    start_rows(c);
+    state_products(c);
+    attend_rows(c);
+    if (!ctx_folded_) context_products(c);
+    gru_rows(c);
+    readout(c);
+    logits_tiles(c, omp_get_thread_num());
+    merge_top(c, omp_get_thread_num(), omp_get_num_threads());
   }
   out_.weights = weights_.narrow0(0, N);
   out_.state.tensors = {s_new};
@@ -358,10 +458,11 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
 }  // namespace
 
 std::unique_ptr<StepDecoder> make_rnnsearch_decoder(std::shared_ptr<const PreparedDecoder> prepared,
-                                                    const EncoderMemory& memory, int64_t max_rows) {
+                                                    const EncoderMemory& memory, int64_t max_rows,
+                                                    ContextProducts context) {
   auto p = std::dynamic_pointer_cast<const RnnSearchPrepared>(prepared);
   if (!p) throw std::invalid_argument("rnnsearch decoder: the prepared weights are not an rnnsearch decoder's");
-  return std::make_unique<RnnSearchStepDecoder>(std::move(p), memory, max_rows);
+  return std::make_unique<RnnSearchStepDecoder>(std::move(p), memory, max_rows, context);
 }
 
 }  // namespace attn::models

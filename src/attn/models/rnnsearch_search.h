@@ -15,13 +15,19 @@
 //
 // Per step, with s the previous state and y the previous token of each row:
 //   gx = T_ih[y];  t = T_o[y];  qp = s W_a^T;  gh = s W_hh^T     (rows, then columns of both products)
-//   a, c = softmax_j(v^T tanh(qp + U h_j + b_U)), sum_j a_j h_j  (rows; the sentence's cached keys)
-//   gx += c W_ih[:, E:]^T                                        (columns)
+//   a = softmax_j(v^T tanh(qp + U h_j + b_U))                    (rows; the sentence's cached keys)
+//   c = sum_j a_j h_j;  gx += c W_ih[:, E:]^T;  t += c W_o[:, Hd:Hd+Dv]^T    (the context's products)
 //   s' = GRU gates(gx, gh + b_hh, s)                             (hidden units)
-//   t = tanh(t + [s'; c] W_o[:, :Hd+Dv]^T)                       (columns, tanh on the fly)
+//   t = tanh(t + s' W_o[:, :Hd]^T)                               (columns, tanh on the fly)
 //   logits = t W_y^T + b_y, in tiles of rows x 128 logits        (columns)
 //     per tile: its max and sum exp(logit - max), and a running top k of each row
 //   lse = combined over the tiles; the k best logits, log p = logit - lse  (rows)
+// The context's products are linear in c, so c W^T = sum_j a_j (h_j W^T): with
+// the values multiplied once per search, P = h [W_ih[:, E:]; W_o[:, Hd:Hd+Dv]]^T
+// ([L, G + R] per sentence, one GEMM), a row adds sum_j a_j P_j to gx and t,
+// S (G + R) multiply-adds instead of Dv (G + R) and never forms c
+// (ContextProducts::Folded; for the lean model, Dv 512 and S ~20, a fifth of
+// a step's multiply-adds).
 // the same equations as RnnSearch::step() (tests/test_search_step.cpp holds
 // them equal up to rounding), but:
 //  - each product reads weights prepared once (nn/step_linear.h): row-major
@@ -71,11 +77,18 @@ constexpr int64_t kMaxFoldedFloats = int64_t(64) << 20;
 std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearchStepWeights& weights,
                                                                  StepPacking packing, bool fold = true);
 
+// How a decoder runs the context's products (see above): Folded multiplies the
+// values once when the decoder is made, PerStep multiplies c every step, Auto
+// folds when 2 S <= Dv (a step then costs at most half; the GEMM over the
+// values costs about as much as two steps of one row per sentence).
+enum class ContextProducts { Auto, Folded, PerStep };
+
 // A decoder over `memory` (keys [B, S, A] = U h + b_U, values [B, S, Dv],
 // lengths [B] as RnnSearch::encode() returns them) for at most max_rows rows
 // per step. Throws std::invalid_argument when the memory does not fit the
 // weights or `prepared` is not prepare_rnnsearch_decoder()'s.
 std::unique_ptr<StepDecoder> make_rnnsearch_decoder(std::shared_ptr<const PreparedDecoder> prepared,
-                                                    const EncoderMemory& memory, int64_t max_rows);
+                                                    const EncoderMemory& memory, int64_t max_rows,
+                                                    ContextProducts context = ContextProducts::Auto);
 
 }  // namespace attn::models
