@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "attn/data/line_reader.h"
@@ -20,6 +21,7 @@
 #include "attn/tensor/threading.h"
 #include "attn/decode/model_dir.h"
 #include "attn/train/mt_trainer.h"
+#include "attn/viz/heatmap.h"
 #include "toy_run.h"
 #include "train_test_util.h"
 
@@ -293,6 +295,49 @@ TEST(TranslationCli, TranslateAndScore) {
     EXPECT_NE(l.find("\"weights\":[["), std::string::npos) << l;
     EXPECT_NE(l.find("</s>"), std::string::npos) << l;
   }
+
+  // heatmaps: one file per non-empty input line, numbered by line, whose cells are the
+  // soft alignment's weights, (target pieces + </s>) x source pieces, labels escaped
+  const std::string maps = dir.path + "/maps";
+  r = run_attn("translate" + model + " -b 2 --alignments soft --heatmaps " + maps + " --heatmap-format svg", dir.path,
+               "one two .\n\nsun .\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::exists(maps + "/0001.svg"));
+  EXPECT_FALSE(std::filesystem::exists(maps + "/0002.svg")) << "an empty line has no heatmap";
+  EXPECT_TRUE(std::filesystem::exists(maps + "/0003.svg"));
+  const nlohmann::json first = nlohmann::json::parse(r.out.substr(0, r.out.find('\n')));
+  const std::string svg = read_bytes(maps + "/0001.svg");
+  const size_t rows = first["tgt"].size(), cols = first["src"].size();
+  size_t cells = 0;
+  for (size_t at = svg.find("class=\"cell\""); at != std::string::npos; at = svg.find("class=\"cell\"", at + 1)) ++cells;
+  EXPECT_EQ(cells, rows * cols);
+  for (size_t i = 0; i < rows; ++i)
+    for (size_t j = 0; j < cols; ++j) {
+      const std::string cell = "data-r=\"" + std::to_string(i) + "\" data-c=\"" + std::to_string(j) + "\" data-w=\"" +
+                               viz::format_weight(first["weights"][i][j].get<float>()) + "\"";
+      EXPECT_NE(svg.find(cell), std::string::npos) << cell;
+    }
+  for (const auto& label : first["src"]) EXPECT_NE(svg.find(">" + label.get<std::string>() + "</text>"), std::string::npos);
+  EXPECT_NE(svg.find(">&lt;/s&gt;</text>"), std::string::npos) << "the EOS row, escaped";
+  r = run_attn("translate" + model + " --heatmaps " + maps, dir.path, "red cat .\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(read_bytes(maps + "/0001.png").substr(0, 4), "\x89PNG");
+  r = run_attn("translate" + model + " --heatmaps " + maps + " --heatmap-format gif", dir.path, "red cat .\n");
+  EXPECT_NE(r.status, 0);
+
+  // the training curves of this run, from the directory or the log itself
+  r = run_attn("plot " + dir.path + "/run -o " + dir.path + "/curves.png", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(read_bytes(dir.path + "/curves.png").substr(0, 4), "\x89PNG");
+  r = run_attn("plot " + dir.path + "/run/log.jsonl --x time -o " + dir.path + "/curves.pdf", dir.path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(read_bytes(dir.path + "/curves.pdf").substr(0, 5), "%PDF-");
+  r = run_attn("plot " + dir.path + "/run -o " + dir.path + "/curves.gif", dir.path);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("unknown figure format '.gif'"), std::string::npos) << r.err;
+  r = run_attn("plot " + dir.path + "/nope -o " + dir.path + "/c.png", dir.path);
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find(dir.path + "/nope: cannot open"), std::string::npos) << r.err;
 
   // n-best: Moses format, n lines per sentence
   r = run_attn("translate" + model + " -b 4 -n 3", dir.path, "one two .\nsun .\n");

@@ -10,6 +10,9 @@
 //                      "weights"} per translation
 //                      (rows: target pieces and </s>, columns: source pieces), or the
 //                      matrix alone in --alignments-out FILE
+//   --heatmaps DIR     also DIR/0001.png, DIR/0002.png, ... (numbered by input line, 1-based;
+//                      none for an empty line): the best hypothesis's attention drawn by
+//                      viz/heatmap.h, --heatmap-format png|svg|pdf|html, --heatmap-colors grey|viridis
 // An empty input line gives an empty output line.
 #include <cstdio>
 #include <fstream>
@@ -17,11 +20,13 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/cli/commands.h"
+#include "attn/cli/heatmaps.h"
 #include "attn/data/line_reader.h"
 #include "attn/decode/alignment.h"
 #include "attn/decode/model_dir.h"
 #include "attn/decode/translator.h"
 #include "attn/tensor/threading.h"
+#include <filesystem>
 
 namespace attn::cli {
 
@@ -29,6 +34,7 @@ void add_translate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("translate", "translate text with a trained model (stdin -> stdout, or files)");
   struct Opts {
     std::string model, weights, input, output, alignments, alignments_out;
+    std::string heatmaps, heatmap_format = "png", heatmap_colors = "grey";
     int beam = 5, nbest = 1, threads = 0;
     double length_penalty = 1.0, max_len_ratio = 2.0;
     int64_t batch = 64, chunk = 2000;
@@ -46,6 +52,13 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("--alignments", o->alignments, "soft (JSON weight matrices) or hard (i-j word pairs)")
       ->check(CLI::IsMember({"soft", "hard"}));
   cmd->add_option("--alignments-out", o->alignments_out, "write alignments to this file instead of inline");
+  cmd->add_option("--heatmaps", o->heatmaps,
+                  "also draw each sentence's attention (best hypothesis) to DIR/0001.png, ... (by input line)");
+  cmd->add_option("--heatmap-format", o->heatmap_format, "format of the --heatmaps files")
+      ->check(CLI::IsMember({"png", "svg", "pdf", "html"}))
+      ->capture_default_str();
+  cmd->add_option("--heatmap-colors", o->heatmap_colors, "colour map of the --heatmaps files (grey: 0 black, 1 white)")
+      ->capture_default_str();
   cmd->add_option("--batch", o->batch, "sentences decoded together")->capture_default_str();
   cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
   cmd->callback([o] {
@@ -68,7 +81,10 @@ void add_translate_command(CLI::App& app) {
     to.search.nbest = o->nbest;
     to.search.length_penalty = o->length_penalty;
     to.search.max_len_ratio = o->max_len_ratio;
-    to.search.alignments = !o->alignments.empty();
+    to.search.alignments = !o->alignments.empty() || !o->heatmaps.empty();
+    viz::HeatmapStyle heatmap_style;
+    heatmap_style.colors = viz::parse_color_map(o->heatmap_colors, "--heatmap-colors");
+    if (!o->heatmaps.empty()) std::filesystem::create_directories(o->heatmaps);
     to.batch_sentences = o->batch;
     to.search.prepared = tm.model->prepare_decoder(to.batch_sentences * to.search.beam);  // once for every chunk
     const bool inline_align = align_file.is_open() == false && !o->alignments.empty();
@@ -78,6 +94,9 @@ void add_translate_command(CLI::App& app) {
       std::vector<decode::Translation> tr = decode::translate_lines(*tm.model, *tm.src_vocab, *tm.tgt_vocab, chunk, to);
       for (size_t i = 0; i < tr.size(); ++i) {
         const decode::Translation& t = tr[i];
+        viz::Heatmap heatmap;
+        if (!o->heatmaps.empty() && translation_heatmap(t, heatmap))
+          viz::write_heatmap(heatmap_path(o->heatmaps, start + i + 1, o->heatmap_format), heatmap, heatmap_style);
         const size_t shown = o->nbest > 1 ? size_t(o->nbest) : 1;
         for (size_t k = 0; k < shown; ++k) {
           const decode::TranslatedHypothesis* h = k < t.hypotheses.size() ? &t.hypotheses[k] : nullptr;

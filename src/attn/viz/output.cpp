@@ -1,0 +1,122 @@
+#include "attn/viz/output.h"
+
+#include <cairo-pdf.h>
+#include <cairo-svg.h>
+
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace attn::viz {
+namespace {
+
+cairo_status_t append_bytes(void* closure, const unsigned char* data, unsigned int length) {
+  static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
+  return CAIRO_STATUS_SUCCESS;
+}
+
+void check(cairo_status_t s, const char* what) {
+  if (s != CAIRO_STATUS_SUCCESS) throw std::runtime_error(std::string(what) + ": " + cairo_status_to_string(s));
+}
+
+}  // namespace
+
+std::string extension(Format f) {
+  switch (f) {
+    case Format::Png: return ".png";
+    case Format::Svg: return ".svg";
+    case Format::Pdf: return ".pdf";
+    case Format::Html: return ".html";
+  }
+  return "";
+}
+
+Format format_of(const std::string& path, const std::vector<Format>& allowed) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+  std::string names;
+  for (Format f : allowed) {
+    if (ext == extension(f)) return f;
+    names += (names.empty() ? "" : ", ") + extension(f);
+  }
+  throw std::invalid_argument(path + ": unknown figure format '" + ext + "' (expected " + names + ")");
+}
+
+std::string render_cairo(Format f, double width, double height, const std::function<void(cairo_t*)>& draw) {
+  std::string bytes;
+  cairo_surface_t* surface = nullptr;
+  if (f == Format::Png)
+    surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, int(std::ceil(width)), int(std::ceil(height)));
+  else if (f == Format::Pdf)
+    surface = cairo_pdf_surface_create_for_stream(append_bytes, &bytes, width, height);
+  else if (f == Format::Svg)
+    surface = cairo_svg_surface_create_for_stream(append_bytes, &bytes, width, height);
+  else
+    throw std::logic_error("render_cairo: not a cairo format");
+  check(cairo_surface_status(surface), "cairo surface");
+  cairo_t* cr = cairo_create(surface);
+  try {
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_paint(cr);
+    draw(cr);
+    check(cairo_status(cr), "cairo drawing");
+  } catch (...) {
+    cairo_destroy(cr);
+    cairo_surface_destroy(surface);
+    throw;
+  }
+  cairo_destroy(cr);
+  cairo_surface_flush(surface);
+  if (f == Format::Png) check(cairo_surface_write_to_png_stream(surface, append_bytes, &bytes), "PNG encoding");
+  cairo_surface_finish(surface);  // PDF and SVG write their last bytes here
+  check(cairo_surface_status(surface), "cairo output");
+  cairo_surface_destroy(surface);
+  return bytes;
+}
+
+void write_replacing(const std::string& path, const std::string& bytes) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  std::string tmp_name = ".";  // hidden, beside the target (same file system, so rename is atomic)
+  tmp_name += target.filename().string();
+  tmp_name += ".tmp" + std::to_string(::getpid());
+  const fs::path tmp = target.parent_path() / tmp_name;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), std::streamsize(bytes.size()));
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw std::runtime_error(path + ": cannot write");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw std::runtime_error(path + ": cannot move the written file into place: " + ec.message());
+  }
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace attn::viz

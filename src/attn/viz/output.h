@@ -1,0 +1,33 @@
+// Where the figures go: the format a file name asks for, cairo surfaces
+// rendered to bytes, and files replaced atomically. Internal to viz/.
+#pragma once
+#include <cairo.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace attn::viz {
+
+enum class Format { Png, Svg, Pdf, Html };
+
+// The format of `path` by its extension (case-insensitive), one of `allowed`;
+// throws std::invalid_argument naming the path and the accepted extensions.
+Format format_of(const std::string& path, const std::vector<Format>& allowed);
+
+// ".png", ...
+std::string extension(Format f);
+
+// Draws a width x height figure (pixels for PNG, points for PDF and SVG) with
+// `draw` on a white page and returns the file's bytes. Format must be Png, Svg or Pdf.
+std::string render_cairo(Format f, double width, double height, const std::function<void(cairo_t*)>& draw);
+
+// Replaces `path` with `bytes`: written to a temporary file beside it, then
+// renamed into place, so a reader never sees half a figure. Throws
+// std::runtime_error naming the path.
+void write_replacing(const std::string& path, const std::string& bytes);
+
+// Text safe inside XML/HTML elements and double-quoted attributes: & < > " '.
+std::string xml_escape(const std::string& s);
+
+}  // namespace attn::viz
