@@ -216,6 +216,9 @@ function drawHeatmap(answer) {
     body.append(row);
   });
   table.append(el('thead', {}, [head]), body);
+  // cells as large as the width allows: short sentences get big cells
+  const cols = answer.src_tokens.length;
+  table.style.setProperty('--cell', cols <= 12 ? '44px' : cols <= 24 ? '34px' : '26px');
   const first = table.querySelector('td');
   if (first) first.tabIndex = 0;  // one tab stop: the arrow keys move inside
 }
@@ -333,6 +336,7 @@ function showExplanation(answer) {
 function drawBars(srcTokens) {
   const bars = $('explain-weights');
   bars.replaceChildren();
+  bars.classList.toggle('many', srcTokens.length > 12);
   srcTokens.forEach((tok, c) => {
     bars.append(el('div', { class: 'bar', 'data-col': c }, [
       el('span', { class: 'bar-value' }),
