@@ -179,7 +179,8 @@ function showTranslation(answer, beam) {
     drawHeatmap(null);
     return;
   }
-  out.textContent = answer.translation;
+  if (answer.translation === '') out.replaceChildren(el('span', { class: 'empty', text: '(empty)' }));
+  else out.textContent = answer.translation;
   $('translation-meta').textContent =
       `beam ${beam} · score ${fmt(answer.score, 3)} · ${answer.src_tokens.length} source tokens, ${answer.tgt_tokens.length} target tokens`;
   drawHeatmap(answer);
