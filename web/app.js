@@ -337,7 +337,7 @@ function showExplanation(answer) {
 function drawBars(srcTokens) {
   const bars = $('explain-weights');
   bars.replaceChildren();
-  bars.classList.toggle('many', srcTokens.length > 12);
+  bars.classList.toggle('many', srcTokens.length > 16);
   srcTokens.forEach((tok, c) => {
     bars.append(el('div', { class: 'bar', 'data-col': c }, [
       el('span', { class: 'bar-value' }),
@@ -481,9 +481,9 @@ async function showModel() {
   try {
     const res = await fetch('/health');
     const health = await res.json();
-    if (health.model) $('model-info').textContent = `model: ${health.model}`;
+    if (health.model) $('model-info').textContent = `model: ${health.model}${health.type ? ` (${health.type})` : ''}`;
   } catch {
-    // the page works without it: /health only names the model
+    // the page works without it: /health only names the model (its run folder and type)
   }
 }
 
