@@ -375,13 +375,15 @@ function drawStepBars(step, srcLen) {
     const s = step.scores[c];
     bar.dataset.weight = String(w);
     bar.dataset.score = s === null ? 'null' : String(s);
-    bar.classList.toggle('is-outside', c < lo || c >= hi || s === null);
+    const outside = c < lo || c >= hi;
+    const noScore = outside ? 'outside' : 'masked';  // null: outside a local window, or masked
+    bar.classList.toggle('is-outside', outside || s === null);
     bar.querySelector('.bar-value').textContent = fmt(w, 2);
     const fill = bar.querySelector('.bar-fill');
     fill.style.height = `${(100 * w).toFixed(2)}%`;
     fill.style.backgroundColor = weightColour(Math.max(w, 0.15));
-    bar.querySelector('.bar-score').textContent = s === null ? 'masked' : fmt(s, 2);
-    bar.title = `weight ${fmt(w, 4)}, score ${s === null ? 'masked' : fmt(s, 4)}`;
+    bar.querySelector('.bar-score').textContent = s === null ? noScore : fmt(s, 2);
+    bar.title = `weight ${fmt(w, 4)}, score ${s === null ? noScore : fmt(s, 4)}`;
   });
   // local-p: the predicted source position p_t, as a marker under the bars
   const marker = $('explain-weights').querySelector('.position-marker');
