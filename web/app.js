@@ -18,7 +18,7 @@
 //   #explain-prev, #explain-next, #explain-play   step buttons; #explain-words: whole-word view
 //   #explain-step[data-step]   the current step t (1-based; 0 before any explanation)
 //   #explain-weights           one .bar[data-col][data-weight][data-score] per source token at step t
-//                              (data-score "null" where masked)
+//                              (data-score "null" where masked or outside a local window)
 //   #explain-topk              li[data-token][data-prob] best first, li.is-chosen for the chosen word
 //   #explain-chosen[data-token]  the word chosen at step t; #explain-output: the output up to step t
 'use strict';
