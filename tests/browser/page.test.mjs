@@ -122,6 +122,7 @@ async function translateAndCheckHeatmap(page, text) {
   const rows = tr.weights.length, cols = tr.src_tokens.length;
   const cells = await cellsOf(page);
   check(`the heatmap has ${cols} source x ${rows} target cells with the API's weights`, () => {
+    assert.ok(rows > 0 && cols > 0, 'an empty heatmap checks nothing');
     assert.ok(rows === tr.tgt_tokens.length || rows === tr.tgt_tokens.length + 1, 'weights: a row per target token (+ EOS)');
     assert.equal(cells.length, cols * rows);
     for (const { row, col, weight } of cells) assert.equal(weight, String(tr.weights[row][col]), `cell ${row},${col}`);
