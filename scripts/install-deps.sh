@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything attn needs to build, test and benchmark, from Debian's
 # packages only. Safe to run again (apt-get skips what is installed).
+# Arguments: further Debian packages to install with the list below
+# (scripts/install-test-deps.sh adds the browser test's).
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
@@ -15,6 +17,7 @@ PKGS=(
   python3-torch python3-numpy
   libtcmalloc-minimal4       
 )
+PKGS+=("$@")
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
