@@ -71,7 +71,8 @@ nlohmann::json explain_text(const TranslationModel& m, const std::string& text, 
 // piece starting with "▁" starts a word. Source columns: a word's weight is
 // the sum of its pieces' weights, its score log sum exp of its pieces' visible
 // scores (null when none is visible). Target: the steps of one word become one
-// step whose weights (and scores) are the mean of its pieces' rows; query,
+// step whose weights are the mean of its pieces' rows (each score the mean over
+// the steps where it is not null); query,
 // query_norm, context_norm, position and top_k are its first piece's, the
 // window the union of its pieces' windows, chosen the word and chosen_prob the
 // product of its pieces' probabilities. Throws std::invalid_argument when the
