@@ -257,6 +257,11 @@ TEST(Explain, WordsMergeSumsColumnsAndAveragesRows) {
   EXPECT_NEAR(pas["scores"][0].get<double>(), 1.0, 1e-12);
   EXPECT_EQ(m["steps"][4]["chosen"], "</s>");
   EXPECT_NEAR(m["steps"][0]["weights"][1].get<double>(), 0.2, 1e-12);  // ▁does + n't of step 1
+  // the text form of the same explanation: a hidden score reads "masked", a step's window is shown
+  const std::string table = decode::explanation_table(e);
+  for (const char* want_text : {"model luong, score dot, beam 1", "t=5  query |q| = 4.500  context |c| = 1.000  window [1, 4)",
+                                "masked", "chosen: </s>  p = 0.700", "translation: il ne va pas"})
+    EXPECT_NE(table.find(want_text), std::string::npos) << want_text << "\n" << table;
   // malformed input names the field
   json bad = e;
   bad.erase("steps");
