@@ -451,6 +451,33 @@ TEST_F(ExplainRun, Command) {
   r = run_attn("explain", d, "one .\n");
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("--model"), std::string::npos) << r.err;
+  // a luong run with local-p attention: the window and the predicted position, in both forms
+  train::RunOptions quiet;
+  quiet.print = [](const std::string&) {};
+  const std::string luong = "  type: luong\n  embed: 16\n  encoder_hidden: 16\n  decoder_hidden: 32\n  attention: 16\n"
+                            "  score: dot\n  window: local-p\n  window_half_width: 1\n";
+  train::train_translation(train::parse_train_config(toy_config(
+                               d, d + "/luong", "  max_steps: 20\n  max_epochs: 0\n  valid_every: 20\n  threads: 1\n",
+                               "", luong)),
+                           quiet);
+  r = run_attn("explain -m " + d + "/luong --threads 1 --format json", d, "one two three four five .\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  json lp = json::parse(r.out);
+  EXPECT_EQ(lp["model"], "luong");
+  EXPECT_EQ(lp["score"], "dot");
+  EXPECT_EQ(lp["window"], json({{"kind", "local-p"}, {"D", 1}}));
+  for (const json& s : lp["steps"]) {
+    EXPECT_TRUE(s["position"].is_number()) << s.dump();
+    ASSERT_TRUE(s["window_range"].is_array()) << s.dump();
+    for (size_t j = 0; j < s["scores"].size(); ++j) {
+      const bool in = int64_t(j) >= s["window_range"][0].get<int64_t>() && int64_t(j) < s["window_range"][1].get<int64_t>();
+      EXPECT_EQ(s["scores"][j].is_null(), !in) << j << " " << s.dump();
+    }
+  }
+  r = run_attn("explain -m " + d + "/luong --threads 1", d, "one two three four five .\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  for (const char* s : {"window local-p D = 1", "p_t = ", "masked"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   r = run_attn("explain --example general-attention", d);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("[0.985220"), std::string::npos) << r.out;
