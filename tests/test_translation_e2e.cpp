@@ -3,8 +3,6 @@
 // determinism; corpus and input errors surfacing through the `attn` command.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -177,24 +175,6 @@ TEST(TranslationE2E, ResumeAtAnEpochBoundary) {
 }
 
 // ---- through the command ----
-
-struct CommandResult {
-  int status;
-  std::string out, err;
-};
-CommandResult run_attn(const std::string& args, const std::string& dir, const std::string& stdin_text = "") {
-  const std::string in = dir + "/stdin.txt", out = dir + "/stdout.txt", err = dir + "/stderr.txt";
-  std::ofstream(in) << stdin_text;
-  const std::string cmd = std::string(ATTN_BINARY_DIR) + "/attn " + args + " < " + in + " > " + out + " 2> " + err;
-  const int rc = std::system(cmd.c_str());
-  auto slurp = [](const std::string& p) {
-    std::ifstream f(p);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  };
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(out), slurp(err)};
-}
 
 TEST(TranslationCli, CorpusAndConfigErrorsSurface) {
   TempDir dir("mt_cli_errors");

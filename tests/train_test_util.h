@@ -1,11 +1,14 @@
 // Small helpers shared by the training and checkpoint tests.
 #pragma once
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 
 #include "attn/nn/layers.h"
@@ -66,6 +69,25 @@ inline std::string read_bytes(const std::string& path) {
 }
 inline void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// The `attn` command run with `args` and stdin_text, its files in `dir`.
+struct CommandResult {
+  int status;
+  std::string out, err;
+};
+inline CommandResult run_attn(const std::string& args, const std::string& dir, const std::string& stdin_text = "") {
+  const std::string in = dir + "/stdin.txt", out = dir + "/stdout.txt", err = dir + "/stderr.txt";
+  std::ofstream(in) << stdin_text;
+  const std::string cmd = std::string(ATTN_BINARY_DIR) + "/attn " + args + " < " + in + " > " + out + " 2> " + err;
+  const int rc = std::system(cmd.c_str());
+  auto slurp = [](const std::string& p) {
+    std::ifstream f(p);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  };
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(out), slurp(err)};
 }
 
 }  // namespace attn::testing

@@ -31,7 +31,7 @@ Tensor project_keys(const Tensor& keys, const Tensor& W2, const Tensor& bias) {
 }
 
 AdditiveStepOutput additive_step(const Tensor& query, const Tensor& keys_proj, const Tensor& values, const Tensor& W1,
-                                 const Tensor& v, const Tensor& key_lengths) {
+                                 const Tensor& v, const Tensor& key_lengths, bool need_scores) {
   bool ok = query.defined() && keys_proj.defined() && values.defined() && W1.defined() && v.defined() &&
             query.dim() == 2 && keys_proj.dim() == 3 && values.dim() == 3 && W1.dim() == 2 && v.dim() == 1;
   if (ok) {
@@ -56,9 +56,11 @@ AdditiveStepOutput additive_step(const Tensor& query, const Tensor& keys_proj, c
   f.qp = qp.data(), f.kp = keys_proj.data(), f.values = values.data(), f.v = v.data();
   f.lengths = key_lengths.defined() ? key_lengths.data() : nullptr;
   f.weights = w.data(), f.context = ctx.data();
+  Tensor scores = need_scores ? Tensor::empty({B, Lk}) : Tensor();
+  f.scores = need_scores ? scores.data() : nullptr;
   additive_step_kernels::forward(f);
 
-  AdditiveStepOutput out{ctx, w};
+  AdditiveStepOutput out{ctx, w, scores};
   autograd::record(
       "additive_step", {query, keys_proj, values, W1, v}, {&out.context, &out.weights},
       [query = query.detach(), kp = keys_proj.detach(), values = values.detach(), W1 = W1.detach(), v = v.detach(),

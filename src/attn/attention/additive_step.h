@@ -22,13 +22,16 @@ Tensor project_keys(const Tensor& keys, const Tensor& W2, const Tensor& bias);
 struct AdditiveStepOutput {
   Tensor context;  // [B, Dv]
   Tensor weights;  // [B, Lk], zero past each length; differentiable (e.g. for a guided-alignment loss)
+  Tensor scores;   // [B, Lk] e_j before the softmax, -inf past each length, when need_scores (else
+                   // undefined); not differentiable (inspection: attn explain)
 };
 
 // query [B, Qd], keys_proj [B, Lk, A], values [B, Lk, Dv], W1 [A, Qd], v [A],
 // key_lengths [B] (float-encoded, in [0, Lk]) or undefined (all Lk)
-// -> context [B, Dv], weights [B, Lk]. A row with length 0 gives zeros.
-// Differentiable op "additive_step" (gradients for query, keys_proj, values, W1, v).
+// -> context [B, Dv], weights [B, Lk] (+ scores [B, Lk] when need_scores). A row
+// with length 0 gives zeros. Differentiable op "additive_step" (gradients for
+// query, keys_proj, values, W1, v).
 AdditiveStepOutput additive_step(const Tensor& query, const Tensor& keys_proj, const Tensor& values, const Tensor& W1,
-                                 const Tensor& v, const Tensor& key_lengths = Tensor());
+                                 const Tensor& v, const Tensor& key_lengths = Tensor(), bool need_scores = false);
 
 }  // namespace attn::attention

@@ -109,6 +109,10 @@ void forward(const Forward& a) {
     detail::attend_row(a.qp + b * A, a.kp + b * Lk * A, a.v, A, a.values + b * Lk * Dv, Dv, len, Lk, a.weights + b * Lk,
                        a.context + b * Dv, more ? a.kp + (b + 1) * Lk * A : nullptr,
                        more ? (a.lengths ? int64_t(a.lengths[b + 1]) : Lk) * A : 0);
+    // the scores again, for inspection only: score_row is what attend_row ran, so they are the same floats
+    if (a.scores)
+      for (int64_t j = 0; j < Lk; ++j)
+        a.scores[b * Lk + j] = j < len ? detail::score_row(a.qp + b * A, a.kp + (b * Lk + j) * A, a.v, A) : -__builtin_inff();
   }
 }
 

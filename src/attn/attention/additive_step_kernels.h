@@ -25,7 +25,8 @@ inline bool project_query(int64_t B, int64_t Qd, int64_t A, const float* query, 
 }
 
 // Per row b: e_j = v^T tanh(qp_b + kp_bj), w = softmax over j < length_b (0
-// beyond, all 0 for length 0), c = sum_j w_j h_bj.
+// beyond, all 0 for length 0), c = sum_j w_j h_bj; scores (when asked for) e_j,
+// -inf beyond the length.
 struct Forward {
   int64_t B = 0, Lk = 0, A = 0, Dv = 0;
   const float* qp = nullptr;       // [B, A]  W1 s
@@ -35,6 +36,7 @@ struct Forward {
   const float* lengths = nullptr;  // [B] float-encoded in [0, Lk]; null: all Lk
   float* weights = nullptr;        // [B, Lk] out
   float* context = nullptr;        // [B, Dv] out
+  float* scores = nullptr;         // [B, Lk] out, or null: not wanted (inspection only, attn explain)
 };
 ATTN_ISA_DECLARE(void forward(const Forward& a);)
 inline void forward(const Forward& a) { ATTN_ISA_CALL(forward, a); }

@@ -1,6 +1,8 @@
 // attention(): dispatch between the fused kernel and the materialising path;
 // attend(): masked softmax (global or Luong's local window), dropout, context.
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "attn/attention/checks.h"
@@ -18,27 +20,66 @@ void check_dropout(const char* fn, const AttentionOptions& o) {
     throw std::invalid_argument(std::string(fn) + ": dropout is active (training, p > 0) but no rng was given");
 }
 
-// 0/1 [1, 1, Lq, Lk]: local-m's window |j - (i + offset)| <= half_width
+// 0/1 [1, 1, Lq, Lk]: local-m's window around p_i = i + offset
 Tensor monotonic_window(int64_t Lq, int64_t Lk, int64_t offset, int64_t half_width) {
-  Tensor w = Tensor::empty({1, 1, Lq, Lk});
-  for (int64_t i = 0; i < Lq; ++i)
-    for (int64_t j = 0; j < Lk; ++j) w.data()[i * Lk + j] = std::llabs(j - (i + offset)) <= half_width ? 1.0f : 0.0f;
+  Tensor w = Tensor::zeros({1, 1, Lq, Lk});
+  for (int64_t i = 0; i < Lq; ++i) {
+    const auto [lo, hi] = window_range(double(i + offset), half_width, Lk);
+    for (int64_t j = lo; j < hi; ++j) w.data()[i * Lk + j] = 1.0f;
+  }
   return w;
 }
 
-// 0/1 [B, H, Lq, Lk]: local-p's window |j - p| <= half_width around real positions p [B, H, Lq]
+// 0/1 [B, H, Lq, Lk]: local-p's window around real positions p [B, H, Lq]
 Tensor predictive_window(const Tensor& pos, int64_t Lk, int64_t half_width) {
   const int64_t rows = pos.numel();
-  Tensor w = Tensor::empty({pos.size(0), pos.size(1), pos.size(2), Lk});
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < Lk; ++j)
-      w.data()[r * Lk + j] = std::fabs(float(j) - pos.data()[r]) <= float(half_width) ? 1.0f : 0.0f;
+  Tensor w = Tensor::zeros({pos.size(0), pos.size(1), pos.size(2), Lk});
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto [lo, hi] = window_range(double(pos.data()[r]), half_width, Lk);
+    for (int64_t j = lo; j < hi; ++j) w.data()[r * Lk + j] = 1.0f;
+  }
   return w;
+}
+
+// need_scores' outputs: the scores with -inf where `mask` [B, 1 or H, Lq, Lk]
+// (or undefined: all visible) hides a key, and for a local window each row's
+// visible range [lo, hi) (the window is one run of keys, so the first and last
+// visible key bound it)
+void inspect(const Tensor& sc, const Tensor& mask, bool local, AttentionOutput& out) {
+  const int64_t B = sc.size(0), H = sc.size(1), Lq = sc.size(2), Lk = sc.size(3);
+  const int64_t Bm = mask.defined() ? mask.size(0) : 1, Hm = mask.defined() ? mask.size(1) : 1;  // broadcast axes
+  out.scores = Tensor::empty(sc.shape());
+  if (local) out.window = Tensor::empty({B, H, Lq, 2});
+  const float* s = sc.data();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < Lq; ++i) {
+        const int64_t row = (b * H + h) * Lq + i;
+        const int64_t mrow = ((Bm == 1 ? 0 : b) * Hm + (Hm == 1 ? 0 : h)) * Lq + i;
+        const float* m = mask.defined() ? mask.data() + mrow * Lk : nullptr;
+        int64_t lo = -1, hi = -1;
+        for (int64_t j = 0; j < Lk; ++j) {
+          const bool vis = !m || m[j] != 0.0f;
+          out.scores.data()[row * Lk + j] = vis ? s[row * Lk + j] : -std::numeric_limits<float>::infinity();
+          if (vis && lo < 0) lo = j;
+          if (vis) hi = j + 1;
+        }
+        if (local) {
+          out.window.data()[row * 2] = float(lo < 0 ? 0 : lo);
+          out.window.data()[row * 2 + 1] = float(lo < 0 ? 0 : hi);
+        }
+      }
 }
 
 Tensor combine(const Tensor& a, const Tensor& b) { return a.defined() ? kernels::mul(a, b) : b; }
 
 }  // namespace
+
+std::pair<int64_t, int64_t> window_range(double p, int64_t half_width, int64_t Lk) {
+  const int64_t lo = std::max<int64_t>(0, int64_t(std::ceil(p - double(half_width))));
+  const int64_t hi = std::min<int64_t>(Lk, int64_t(std::floor(p + double(half_width))) + 1);
+  return {std::min(lo, Lk), std::max(std::min(lo, Lk), hi)};
+}
 
 Tensor predicted_positions(const Tensor& q, const Tensor& Wp, const Tensor& vp, const Tensor& key_lengths, int64_t Lk) {
   if (!q.defined() || q.dim() != 4 || !Wp.defined() || !vp.defined() || Wp.dim() != 2 || vp.dim() != 1 ||
@@ -90,7 +131,12 @@ AttentionOutput attend(const Tensor& sc, const Tensor& v, const AttentionOptions
   if (dropout_active(opt)) used = mul(weights, dropout_keep_mask(opt.rng->next_u64(), opt.dropout, B, H, Lq, Lk));
   // c_i = sum_j a_ij v_j
   Tensor context = matmul(used, v);
-  return {context, opt.need_weights ? weights : Tensor()};
+  AttentionOutput out{context, opt.need_weights ? weights : Tensor(), Tensor(), Tensor(), Tensor()};
+  if (opt.need_scores) {
+    inspect(sc.detach(), mask, loc.window != Window::Global, out);
+    if (loc.window == Window::LocalPredictive) out.positions = positions.detach();
+  }
+  return out;
 }
 
 AttentionOutput attention(const Tensor& q, const Tensor& k, const Tensor& v, const Score& score,
@@ -102,10 +148,11 @@ AttentionOutput attention(const Tensor& q, const Tensor& k, const Tensor& v, con
   // Dot, ScaledDot and General are all (q') . k with q' = q or q W and a scale:
   // the fused kernel covers them when no weights are requested
   const bool dot_family = dotlike || std::holds_alternative<General>(score);
-  const bool can_fuse = dot_family && opt.local.window == Window::Global && !opt.need_weights;
+  const bool can_fuse = dot_family && opt.local.window == Window::Global && !opt.need_weights && !opt.need_scores;
   if (opt.kernel == Kernel::Fused && !can_fuse)
     throw std::invalid_argument(
-        "attention: Kernel::Fused needs a Dot, ScaledDot or General score, a global window and need_weights = false");
+        "attention: Kernel::Fused needs a Dot, ScaledDot or General score, a global window and need_weights = "
+        "need_scores = false");
   // Auto keeps short query blocks (decoding one step at a time) on the
   // materialising path: the kernel's 64 query lanes would be mostly idle and the
   // [Lq, Lk] matrix is small anyway.

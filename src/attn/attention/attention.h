@@ -30,6 +30,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <variant>
 
 #include "attn/autograd/ops.h"
@@ -119,14 +120,27 @@ struct AttentionOptions {
   Rng* rng = nullptr;         // draws the dropout seed; required when dropout is active
   bool need_weights = false;  // return the [B, H, Lq, Lk] weights (before dropout): forces the
                               // materialising path; the weights are differentiable
+  bool need_scores = false;   // also return the scores before the softmax and the local window's
+                              // range and positions (AttentionOutput): forces the materialising
+                              // path; for inspection (attn explain), not differentiable
   Kernel kernel = Kernel::Auto;
   LocalOptions local;         // default: global attention
 };
 
 struct AttentionOutput {
-  Tensor context;  // [B, H, Lq, Dv]
-  Tensor weights;  // [B, H, Lq, Lk] when need_weights, else undefined
+  Tensor context;    // [B, H, Lq, Dv]
+  Tensor weights;    // [B, H, Lq, Lk] when need_weights, else undefined
+  // When need_scores (else undefined), detached from the tape:
+  Tensor scores;     // [B, H, Lq, Lk] the scores the softmax reads, -inf where the mask or window hides the key
+  Tensor window;     // [B, H, Lq, 2] local windows: the visible keys [lo, hi) (float-encoded; lo == hi when
+                     // none), the window clipped to [0, key length); undefined for global attention
+  Tensor positions;  // [B, H, Lq] local-p's predicted positions p, else undefined
 };
+
+// The keys of a local window around position p: [lo, hi) = the integers j with
+// |j - p| <= half_width, clipped to [0, Lk) (lo == hi when none). The one rule
+// the window masks are built from.
+std::pair<int64_t, int64_t> window_range(double p, int64_t half_width, int64_t Lk);
 
 // q [B, H, Lq, D], k [B, H, Lk, Dk], v [B, H, Lk, Dv] -> context [B, H, Lq, Dv] (+ weights)
 AttentionOutput attention(const Tensor& q, const Tensor& k, const Tensor& v, const Score& score,

@@ -10,6 +10,7 @@ void add_bench_command(CLI::App& app);
 void add_vocab_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_translate_command(CLI::App& app);
+void add_explain_command(CLI::App& app);
 void add_score_command(CLI::App& app);
 void add_average_command(CLI::App& app);
 void add_plot_command(CLI::App& app);

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   attn::cli::add_vocab_command(app);
   attn::cli::add_train_command(app);
   attn::cli::add_translate_command(app);
+  attn::cli::add_explain_command(app);
   attn::cli::add_score_command(app);
   attn::cli::add_average_command(app);
   attn::cli::add_plot_command(app);

@@ -89,7 +89,8 @@ Encoded Luong::encode(const Tensor& src, const std::vector<int64_t>& lengths) co
   return e;
 }
 
-Luong::StepResult Luong::decoder_step(const EncoderMemory& m, const Tensor& emb, const DecoderState& s) const {
+Luong::StepResult Luong::decoder_step(const EncoderMemory& m, const Tensor& emb, const DecoderState& s,
+                                      bool need_internals) const {
   const int64_t N = emb.size(0), L = config_.decoder_layers, Hd = config_.decoder_hidden, S = m.values.size(1),
                 Dv = m.values.size(2);
   const std::vector<int64_t> ones(size_t(N), 1);
@@ -115,13 +116,16 @@ Luong::StepResult Luong::decoder_step(const EncoderMemory& m, const Tensor& emb,
   Tensor context;
   if (config_.score == LuongScore::Concat) {
     // v_a^T tanh(W_a [h_t; h̄_s]) = v_a^T tanh(W_q h_t + W_k h̄_s): the fused additive step
-    attention::AdditiveStepOutput a = attention::additive_step(h, m.keys, m.values, concat_q_, concat_v_, m.lengths);
+    attention::AdditiveStepOutput a =
+        attention::additive_step(h, m.keys, m.values, concat_q_, concat_v_, m.lengths, need_internals);
     context = a.context;
     r.weights = a.weights;
+    r.internals.scores = a.scores;
   } else {
     attention::AttentionOptions o;
     o.mask.key_lengths = m.lengths;
     o.need_weights = true;
+    o.need_scores = need_internals;
     if (config_.window == LuongWindow::LocalM) {
       o.local.window = attention::Window::LocalMonotonic;
       o.local.half_width = config_.window_half_width;
@@ -137,6 +141,15 @@ Luong::StepResult Luong::decoder_step(const EncoderMemory& m, const Tensor& emb,
                                                         reshape(m.values, {N, 1, S, Dv}), attention::Dot{}, o);
     context = reshape(a.context, {N, Dv});
     r.weights = reshape(a.weights, {N, S});
+    if (need_internals) {  // [N, 1, 1, ...] -> [N, ...]
+      r.internals.scores = reshape(a.scores, {N, S});
+      if (a.window.defined()) r.internals.window = reshape(a.window, {N, 2});
+      if (a.positions.defined()) r.internals.position = reshape(a.positions, {N});
+    }
+  }
+  if (need_internals) {
+    r.internals.query = h.detach();
+    r.internals.context = context.detach();
   }
   // h̃_t = tanh(W_c [c_t; h_t])
   out[out.size() - 2] = drop(tanh(combine_->forward(concat({context, h}, 1))));
@@ -145,12 +158,13 @@ Luong::StepResult Luong::decoder_step(const EncoderMemory& m, const Tensor& emb,
   return r;
 }
 
-StepOutput Luong::step(const EncoderMemory& m, const DecoderState& state, const Tensor& prev) const {
+StepOutput Luong::step(const EncoderMemory& m, const DecoderState& state, const Tensor& prev,
+                       StepDetail detail) const {
   const size_t want = size_t(config_.decoder_layers * (lstm() ? 2 : 1) + 2);
   if (state.tensors.size() != want || !prev.defined() || prev.dim() != 1 || prev.size(0) != state.tensors[0].size(0))
     throw std::invalid_argument("luong step: expects the state from encode()/step() and prev [N]");
-  StepResult r = decoder_step(m, tgt_embed_->forward(prev), state);
-  StepOutput out;
+  StepResult r = decoder_step(m, tgt_embed_->forward(prev), state, detail == StepDetail::Internals);
+  StepOutput out = std::move(r.internals);
   Tensor logits = linear(feed(r.state), out_w_, out_b_);
   out.log_probs = autograd::grad_enabled() ? log_softmax(logits, -1) : log_softmax_rows(logits);
   out.weights = r.weights;

@@ -36,7 +36,8 @@ public:
   Luong(const ModelConfig& config, Rng& init, uint64_t dropout_seed);
 
   Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const override;
-  StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev) const override;
+  StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev,
+                  StepDetail detail = StepDetail::Weights) const override;
   Tensor forced_features(const data::Seq2SeqBatch& b) const override;
   OutputLayer output_layer() const override { return {out_w_, out_b_}; }
 
@@ -46,9 +47,11 @@ private:
   struct StepResult {
     DecoderState state;  // at step t
     Tensor weights;      // [N, S]
+    StepOutput internals;  // query, scores, context, window, position (with need_internals)
   };
-  // emb [N, E], state at t-1 -> state at t
-  StepResult decoder_step(const EncoderMemory& m, const Tensor& emb, const DecoderState& s) const;
+  // emb [N, E], state at t-1 -> state at t (+ the attention internals when need_internals)
+  StepResult decoder_step(const EncoderMemory& m, const Tensor& emb, const DecoderState& s,
+                          bool need_internals = false) const;
   const Tensor& feed(const DecoderState& s) const { return s.tensors[s.tensors.size() - 2]; }  // h̃
   Tensor drop(const Tensor& x) const;
   bool lstm() const { return config_.cell == CellType::Lstm; }

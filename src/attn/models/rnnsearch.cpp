@@ -70,14 +70,16 @@ Encoded RnnSearch::encode(const Tensor& src, const std::vector<int64_t>& lengths
   return e;
 }
 
-RnnSearch::StepResult RnnSearch::decoder_step(const EncoderMemory& m, const Tensor& emb, const Tensor& s) const {
+RnnSearch::StepResult RnnSearch::decoder_step(const EncoderMemory& m, const Tensor& emb, const Tensor& s,
+                                              bool need_scores) const {
   const int64_t N = emb.size(0), E = emb.size(1), Dv = m.values.size(2);
   // a_i, c_i from the previous state s_{i-1} (the query) and the cached keys
-  attention::AdditiveStepOutput att = attention::additive_step(s, m.keys, m.values, query_w_, score_v_, m.lengths);
+  attention::AdditiveStepOutput att =
+      attention::additive_step(s, m.keys, m.values, query_w_, score_v_, m.lengths, need_scores);
   // s_i = GRU([E y_{i-1}; c_i], s_{i-1})
   Tensor x = reshape(concat({emb, att.context}, 1), {N, 1, E + Dv});
   Tensor s_new = gru(x, std::vector<int64_t>(size_t(N), 1), s, decoder_->weights()).h_n;
-  return {s_new, att.context, att.weights};
+  return {s_new, att.context, att.weights, att.scores};
 }
 
 Tensor RnnSearch::readout(const Tensor& s, const Tensor& c, const Tensor& emb) const {
@@ -85,12 +87,19 @@ Tensor RnnSearch::readout(const Tensor& s, const Tensor& c, const Tensor& emb) c
   return drop(tanh(readout_->forward(concat({s, c, emb}, 1))));
 }
 
-StepOutput RnnSearch::step(const EncoderMemory& m, const DecoderState& state, const Tensor& prev) const {
+StepOutput RnnSearch::step(const EncoderMemory& m, const DecoderState& state, const Tensor& prev,
+                           StepDetail detail) const {
   if (state.tensors.size() != 1 || !prev.defined() || prev.dim() != 1 || prev.size(0) != state.tensors[0].size(0))
     throw std::invalid_argument("rnnsearch step: expects state {s [N, Hd]} and prev [N]");
   Tensor emb = tgt_embed_->forward(prev);  // [N, E]
-  StepResult r = decoder_step(m, emb, state.tensors[0]);
+  const bool internals = detail == StepDetail::Internals;
+  StepResult r = decoder_step(m, emb, state.tensors[0], internals);
   StepOutput out;
+  if (internals) {  // the query is the previous state s_{i-1}; global attention: no window
+    out.query = state.tensors[0].detach();
+    out.scores = r.scores;
+    out.context = r.context.detach();
+  }
   Tensor logits = linear(readout(r.s, r.context, emb), out_w_, out_b_);  // W_y t + b_y
   out.log_probs = autograd::grad_enabled() ? log_softmax(logits, -1) : log_softmax_rows(logits);
   out.weights = r.weights;

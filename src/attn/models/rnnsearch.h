@@ -35,7 +35,8 @@ public:
   RnnSearch(const ModelConfig& config, Rng& init, uint64_t dropout_seed);
 
   Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const override;
-  StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev) const override;
+  StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev,
+                  StepDetail detail = StepDetail::Weights) const override;
   Tensor forced_features(const data::Seq2SeqBatch& b) const override;
   OutputLayer output_layer() const override { return {out_w_, out_b_}; }
   // The fused search step (rnnsearch_search.h). Throws std::logic_error in
@@ -49,9 +50,10 @@ private:
     Tensor s;        // [N, Hd] new decoder state
     Tensor context;  // [N, Dv]
     Tensor weights;  // [N, S]
+    Tensor scores;   // [N, S] e_ij (-inf past each length) when asked for, else undefined
   };
-  // emb [N, E] (embedding of the previous word), s [N, Hd] -> s', c, a
-  StepResult decoder_step(const EncoderMemory& m, const Tensor& emb, const Tensor& s) const;
+  // emb [N, E] (embedding of the previous word), s [N, Hd] -> s', c, a (+ e when need_scores)
+  StepResult decoder_step(const EncoderMemory& m, const Tensor& emb, const Tensor& s, bool need_scores = false) const;
   // s [M, Hd], c [M, Dv], emb [M, E] -> t [M, R] (dropout applied in training)
   Tensor readout(const Tensor& s, const Tensor& c, const Tensor& emb) const;
   Tensor drop(const Tensor& x) const;

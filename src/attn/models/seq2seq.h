@@ -41,10 +41,25 @@ struct Encoded {
   DecoderState state;  // the decoder's initial state
 };
 
+// What step() computes besides log-probabilities, weights and state.
+enum class StepDetail {
+  Weights,    // nothing more (searches, training: no extra work)
+  Internals,  // also StepOutput's attention internals (attn explain)
+};
+
 struct StepOutput {
   Tensor log_probs;    // [N, V] log p(y_t | y_<t, x)
   Tensor weights;      // [N, S] attention weights of this step (zeros past each length)
   DecoderState state;  // the state after consuming the previous token
+  // The attention internals, with StepDetail::Internals (else undefined); Q is
+  // the query size, detached from the tape:
+  Tensor query;     // [N, Q] the decoder state the scores read (rnnsearch: s_{i-1}; luong: h_t)
+  Tensor scores;    // [N, S] alignment scores before the softmax, -inf where the key is hidden
+                    // (past each length, outside a local window)
+  Tensor context;   // [N, Dv] the context vector sum_j weights_j values_j
+  Tensor window;    // [N, 2] local attention: the visible source range [lo, hi) (float-encoded,
+                    // lo == hi when empty); undefined for global attention
+  Tensor position;  // [N] local-p's predicted position p_t; undefined otherwise
 };
 
 // One search step as the searches consume it (StepDecoder::step): per row,
@@ -93,7 +108,10 @@ public:
   virtual Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const = 0;
 
   // One decoder step for N rows: prev [N] ids (BOS at the first step).
-  virtual StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev) const = 0;
+  // StepDetail::Internals also fills StepOutput's attention internals (every
+  // model kind must); the default computes nothing beyond the weights.
+  virtual StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev,
+                          StepDetail detail = StepDetail::Weights) const = 0;
 
   // A decoder for searches over `memory` (as encode() returned it, B sentences)
   // with at most max_rows decoder rows per step. The default runs step() on

@@ -25,10 +25,10 @@ public:
   // keys [B, Lk, Kd] -> keys_proj [B, Lk, A] = W2 h + b (once per source batch)
   Tensor project_keys(const Tensor& keys) const { return attention::project_keys(keys, key_proj_weight, key_proj_bias); }
   // query [B, Qd], keys_proj [B, Lk, A], values [B, Lk, Dv], key_lengths [B] or
-  // undefined -> context [B, Dv], weights [B, Lk]
+  // undefined -> context [B, Dv], weights [B, Lk] (+ scores [B, Lk] when need_scores)
   attention::AdditiveStepOutput step(const Tensor& query, const Tensor& keys_proj, const Tensor& values,
-                                     const Tensor& key_lengths = Tensor()) const {
-    return attention::additive_step(query, keys_proj, values, query_proj_weight, v, key_lengths);
+                                     const Tensor& key_lengths = Tensor(), bool need_scores = false) const {
+    return attention::additive_step(query, keys_proj, values, query_proj_weight, v, key_lengths, need_scores);
   }
 
   Tensor query_proj_weight, key_proj_weight, key_proj_bias, v;

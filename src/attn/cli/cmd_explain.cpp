@@ -1,0 +1,66 @@
+// `attn explain -m RUN`: how a trained model translates a sentence, one decoder
+// step at a time (decode/explain.h): per line of input (stdin or -i), the
+// query, each source token's alignment score and weight, the context, the
+// top-k next tokens and the chosen one; --format json prints one object per
+// line (README "attn explain" lists the fields). `attn explain --example NAME`
+// prints a seed tutorial's worked example (decode/explain_examples.h).
+#include <iostream>
+
+#include "attn/cli/commands.h"
+#include "attn/data/line_reader.h"
+#include "attn/decode/explain.h"
+#include "attn/decode/explain_examples.h"
+#include "attn/decode/model_dir.h"
+#include "attn/tensor/threading.h"
+
+namespace attn::cli {
+
+void add_explain_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("explain", "show the attention of a trained model step by step (or a tutorial's example)");
+  struct Opts {
+    std::string model, weights, input, format = "text", example;
+    decode::ExplainOptions explain;
+    int threads = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  cmd->add_option("-m,--model", o->model, "run directory written by `attn train`");
+  cmd->add_option("--weights", o->weights, "weights file instead of DIR/model.safetensors");
+  cmd->add_option("-i,--input", o->input, "input file, one sentence per line (default: stdin)");
+  cmd->add_option("-b,--beam", o->explain.beam, "beam size (1: greedy); the best hypothesis is explained")
+      ->capture_default_str();
+  cmd->add_option("--top-k", o->explain.top_k, "next-token candidates shown per step")->capture_default_str();
+  cmd->add_option("--format", o->format, "text (tables) or json (one object per line)")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  cmd->add_flag("--words", o->explain.words, "merge SentencePiece pieces into words");
+  cmd->add_option("--max-len-ratio", o->explain.max_len_ratio, "at most ratio * source length + 5 target pieces")
+      ->capture_default_str();
+  cmd->add_option("--example", o->example, "print a seed tutorial's worked example: general-attention, translation-step");
+  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
+  cmd->callback([o] {
+    if (!o->example.empty()) {
+      std::cout << decode::example_text(o->example);
+      return;
+    }
+    if (o->model.empty()) throw std::invalid_argument("explain: --model RUN is required (or --example NAME)");
+    set_num_threads(o->threads);
+    decode::TranslationModel tm = decode::load_translation_model(o->model, o->weights);
+    const std::string source = o->input.empty() ? "stdin" : o->input;
+    std::vector<std::string> lines = o->input.empty() ? read_stdin_lines() : data::read_lines(o->input);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      nlohmann::json e;
+      try {
+        e = decode::explain_text(tm, lines[i], o->explain);
+      } catch (const std::invalid_argument& err) {
+        throw std::invalid_argument(source + ":" + std::to_string(i + 1) + ": " + err.what());
+      }
+      if (o->format == "json")
+        std::cout << e.dump() << "\n";
+      else
+        std::cout << decode::explanation_table(e);
+      std::cout.flush();
+    }
+  });
+}
+
+}  // namespace attn::cli

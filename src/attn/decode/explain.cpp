@@ -1,0 +1,143 @@
+// attn explain: the search's path replayed step by step (explain.h).
+#include "attn/decode/explain.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "attn/autograd/node.h"
+#include "attn/data/utf8.h"
+#include "attn/decode/search.h"
+#include "attn/models/vocab_topk.h"
+
+namespace attn::decode {
+namespace {
+
+double norm(const float* x, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i) s += double(x[i]) * double(x[i]);
+  return std::sqrt(s);
+}
+
+// Row 0 of a [1, n] tensor as a vector.
+std::vector<float> row0(const Tensor& t) { return std::vector<float>(t.data(), t.data() + t.numel()); }
+
+// The step's record from step()'s output for the one row, choosing `chosen`.
+ExplainStep record_step(const models::StepOutput& out, int chosen, int64_t top_k) {
+  if (!out.query.defined() || !out.scores.defined() || !out.context.defined())
+    throw std::logic_error("explain: the model's step() did not fill the attention internals");
+  ExplainStep s;
+  s.query = row0(out.query);
+  s.scores = row0(out.scores);
+  s.weights = row0(out.weights);
+  s.context_norm = norm(out.context.data(), out.context.numel());
+  if (out.position.defined()) s.position = double(out.position.data()[0]);
+  if (out.window.defined()) s.window = std::make_pair(int64_t(out.window.data()[0]), int64_t(out.window.data()[1]));
+  const int64_t V = out.log_probs.size(1), k = std::min<int64_t>(top_k, V);
+  std::vector<int> tokens(static_cast<size_t>(k));
+  std::vector<float> lp(static_cast<size_t>(k));
+  models::top_k_row(out.log_probs.data(), V, 0.0f, k, tokens.data(), lp.data());
+  for (int64_t i = 0; i < k; ++i) s.top_k.emplace_back(tokens[size_t(i)], std::exp(lp[size_t(i)]));
+  s.chosen = chosen;
+  s.chosen_prob = std::exp(out.log_probs.data()[chosen]);
+  return s;
+}
+
+}  // namespace
+
+Explanation explain_ids(const models::Seq2SeqModel& model, const std::vector<int>& src, const ExplainOptions& o) {
+  if (o.top_k < 1) throw std::invalid_argument("explain: top_k " + std::to_string(o.top_k) + " < 1");
+  if (src.empty()) throw std::invalid_argument("explain: empty source");
+  const int64_t S = int64_t(src.size());
+  Tensor ids = Tensor::empty({1, S});
+  for (int64_t j = 0; j < S; ++j) ids.data()[j] = float(src[size_t(j)]);
+  SearchOptions so;
+  so.beam = o.beam;
+  so.max_len_ratio = o.max_len_ratio;
+  so.max_len_offset = o.max_len_offset;
+  so.alignments = false;  // the replay records the weights
+  const Hypothesis best = search(model, ids, {S}, so).at(0).hypotheses.at(0);
+
+  Explanation e;
+  e.src = src;
+  e.tokens = best.tokens;
+  e.finished = best.finished;
+  NoGradGuard no_grad;
+  models::Encoded enc = model.encode(ids, {S});
+  models::DecoderState state = enc.state;
+  const data::SpecialIds& sp = model.config().specials;
+  Tensor prev = Tensor::full({1}, float(sp.bos));
+  const size_t T = e.tokens.size() + (e.finished ? 1 : 0);
+  for (size_t t = 0; t < T; ++t) {
+    models::StepOutput out = model.step(enc.memory, state, prev, models::StepDetail::Internals);
+    const int chosen = t < e.tokens.size() ? e.tokens[t] : sp.eos;
+    e.steps.push_back(record_step(out, chosen, o.top_k));
+    state = std::move(out.state);
+    prev = Tensor::full({1}, float(chosen));
+  }
+  return e;
+}
+
+namespace {
+
+nlohmann::json finite_or_null(float x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+
+nlohmann::json step_json(const ExplainStep& s, size_t t, const data::SubwordVocab& tgt) {
+  nlohmann::json j;
+  j["t"] = t + 1;
+  j["query"] = s.query;
+  j["query_norm"] = norm(s.query.data(), int64_t(s.query.size()));
+  nlohmann::json scores = nlohmann::json::array();
+  for (float x : s.scores) scores.push_back(finite_or_null(x));
+  j["scores"] = scores;
+  j["weights"] = s.weights;
+  j["context_norm"] = s.context_norm;
+  j["position"] = s.position ? nlohmann::json(*s.position) : nlohmann::json(nullptr);
+  j["window_range"] = s.window ? nlohmann::json::array({s.window->first, s.window->second}) : nlohmann::json(nullptr);
+  nlohmann::json top = nlohmann::json::array();
+  for (const auto& [token, p] : s.top_k) top.push_back({{"token", tgt.piece(token)}, {"prob", p}});
+  j["top_k"] = top;
+  j["chosen"] = tgt.piece(s.chosen);
+  j["chosen_prob"] = s.chosen_prob;
+  return j;
+}
+
+// "additive" for rnnsearch, luong's score function otherwise
+std::string score_name(const models::ModelConfig& c) {
+  return c.type == models::ModelType::RnnSearch ? "additive" : models::name(c.score);
+}
+
+}  // namespace
+
+nlohmann::json explanation_json(const Explanation& e, const TranslationModel& m, const ExplainOptions& o) {
+  const models::ModelConfig& c = m.model->config();
+  nlohmann::json j;
+  j["model"] = models::name(c.type);
+  j["score"] = score_name(c);
+  const bool local = c.type == models::ModelType::Luong && c.window != models::LuongWindow::Global;
+  j["window"] = local ? nlohmann::json{{"kind", models::name(c.window)}, {"D", c.window_half_width}}
+                      : nlohmann::json(nullptr);
+  j["beam"] = o.beam;
+  nlohmann::json src = nlohmann::json::array(), tgt = nlohmann::json::array(), steps = nlohmann::json::array();
+  for (int id : e.src) src.push_back(m.src_vocab->piece(id));
+  for (int id : e.tokens) tgt.push_back(m.tgt_vocab->piece(id));
+  for (size_t t = 0; t < e.steps.size(); ++t) steps.push_back(step_json(e.steps[t], t, *m.tgt_vocab));
+  j["src_tokens"] = src;
+  j["tgt_tokens"] = tgt;
+  j["translation"] = m.tgt_vocab->decode(e.tokens);
+  j["steps"] = steps;
+  return o.words ? merge_words(j) : j;
+}
+
+nlohmann::json explain_text(const TranslationModel& m, const std::string& text, const ExplainOptions& o) {
+  const size_t bad = data::find_invalid_utf8(text);
+  if (bad != std::string::npos)
+    throw std::invalid_argument("text: invalid UTF-8 at byte " + std::to_string(bad));
+  const std::vector<int> src = m.src_vocab->encode(text);
+  if (src.empty()) throw std::invalid_argument("text: empty (nothing to translate)");
+  if (o.beam < 1) throw std::invalid_argument("beam: " + std::to_string(o.beam) + " < 1");
+  if (o.top_k < 1) throw std::invalid_argument("top_k: " + std::to_string(o.top_k) + " < 1");
+  return explanation_json(explain_ids(*m.model, src, o), m, o);
+}
+
+}  // namespace attn::decode

@@ -1,0 +1,87 @@
+// `attn explain`: one sentence's decoding, one decoder step at a time, the way
+// the attention tutorials walk through it (alignment scores, softmax weights,
+// context vector, output word, then the next step).
+//
+// The search (decode::search, greedy or beam) picks the path; the path is then
+// replayed teacher-forced through the model's encode() and plain step() with
+// StepDetail::Internals for the one sentence, which records per step the query,
+// the scores, the weights, the context and the next-token distribution. The
+// replay feeds the search's tokens, so the tokens are the search's; its
+// weights are the search's alignments up to float rounding (the fused search
+// step of rnnsearch computes the same equations in another order;
+// tests/test_explain.cpp holds them within 1e-5).
+//
+// Legend: S source pieces, T decoder steps (target pieces + 1 for EOS when the
+// path finished), Q query size, V target vocabulary.
+//
+// Internal header (nlohmann in the interface): not installed.
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "attn/decode/model_dir.h"
+
+namespace attn::decode {
+
+struct ExplainOptions {
+  int beam = 1;                 // 1: greedy search; K > 1: beam search, its best hypothesis is explained
+  int top_k = 5;                // next-token candidates listed per step (>= 1)
+  bool words = false;           // merge SentencePiece pieces into words (merge_words)
+  double max_len_ratio = 2.0;   // the search's length limit, as SearchOptions
+  int64_t max_len_offset = 5;   // see max_len_ratio
+};
+
+// One decoder step of the explained path, over source pieces.
+struct ExplainStep {
+  std::vector<float> query;                           // [Q] the decoder state the scores read
+  std::vector<float> scores;                          // [S] before the softmax, -inf where hidden
+  std::vector<float> weights;                         // [S] the attention weights
+  double context_norm = 0;                            // |c_t|
+  std::optional<double> position;                     // local-p's predicted p_t
+  std::optional<std::pair<int64_t, int64_t>> window;  // local attention's visible source range [lo, hi)
+  std::vector<std::pair<int, float>> top_k;           // [k] (token, probability), best first
+  int chosen = 0;                                     // the path's token (EOS at a finished path's last step)
+  float chosen_prob = 0;                              // its probability
+};
+
+struct Explanation {
+  std::vector<int> src;            // [S] source ids
+  std::vector<int> tokens;         // the chosen path without EOS
+  bool finished = false;           // the path ended with EOS (else: the length limit)
+  std::vector<ExplainStep> steps;  // [T]
+};
+
+// Searches src (ids, S >= 1) with o.beam and replays the best hypothesis.
+// Throws std::invalid_argument on options out of range (beam < 1, top_k < 1).
+Explanation explain_ids(const models::Seq2SeqModel& model, const std::vector<int>& src, const ExplainOptions& o);
+
+// The explanation as the JSON object of README "attn explain" (pieces; words
+// when o.words), for a loaded model.
+nlohmann::json explanation_json(const Explanation& e, const TranslationModel& m, const ExplainOptions& o);
+
+// One sentence's explanation as JSON. Throws std::invalid_argument with a
+// clear message for bad input (invalid UTF-8, an empty text, bad options).
+nlohmann::json explain_text(const TranslationModel& m, const std::string& text, const ExplainOptions& o);
+
+// The JSON of pieces -> the JSON of words (README "attn explain --words"): a
+// piece starting with "▁" starts a word. Source columns: a word's weight is
+// the sum of its pieces' weights, its score log sum exp of its pieces' visible
+// scores (null when none is visible). Target: the steps of one word become one
+// step whose weights are the mean of its pieces' rows (each score the mean over
+// the steps where it is not null); query,
+// query_norm, context_norm, position and top_k are its first piece's, the
+// window the union of its pieces' windows, chosen the word and chosen_prob the
+// product of its pieces' probabilities. Throws std::invalid_argument when the
+// object lacks a field the merge reads.
+nlohmann::json merge_words(const nlohmann::json& pieces);
+
+// The readable form of an explanation object (pieces or words): a header, then
+// per step a table of source tokens with score, weight and a bar of the
+// weight, the top-k next tokens and the chosen one.
+std::string explanation_table(const nlohmann::json& e);
+
+}  // namespace attn::decode

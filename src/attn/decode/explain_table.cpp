@@ -1,0 +1,75 @@
+// attn explain --format text: an explanation object as tables, one per
+// decoder step, in the order the tutorials walk through a step: the query,
+// each source token's alignment score and softmax weight, the context vector,
+// the next-token distribution and the chosen token.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "attn/data/utf8.h"
+#include "attn/decode/explain.h"
+
+namespace attn::decode {
+namespace {
+
+using json = nlohmann::json;
+
+std::string fixed(double x, int decimals = 3) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, x);
+  return buf;
+}
+
+// `s` padded with spaces to `width` code points (tokens are UTF-8: "▁" is 3 bytes, 1 column)
+std::string pad(const std::string& s, size_t width) {
+  const size_t cols = data::decode_utf8(s).size();
+  return cols >= width ? s : s + std::string(width - cols, ' ');
+}
+
+// A bar of the weight: one '#' per 1/40, at least one for a weight above 0.5/40.
+std::string bar(double w) { return std::string(size_t(std::lround(std::max(0.0, w) * 40)), '#'); }
+
+void step_table(std::ostream& out, const json& s, const json& src, size_t width) {
+  out << "t=" << s.at("t").get<int64_t>() << "  query |q| = " << fixed(s.at("query_norm").get<double>())
+      << "  context |c| = " << fixed(s.at("context_norm").get<double>());
+  if (!s.at("window_range").is_null())
+    out << "  window [" << s.at("window_range")[0].get<int64_t>() << ", " << s.at("window_range")[1].get<int64_t>()
+        << ")";
+  if (!s.at("position").is_null()) out << "  p_t = " << fixed(s.at("position").get<double>());
+  out << "\n  " << pad("source", width) << "     score  weight\n";
+  for (size_t j = 0; j < src.size(); ++j) {
+    const json& sc = s.at("scores")[j];
+    const double w = s.at("weights")[j].get<double>();
+    std::string score = sc.is_null() ? "masked" : fixed(sc.get<double>());
+    out << "  " << pad(src[j].get<std::string>(), width) << " " << std::string(score.size() < 9 ? 9 - score.size() : 0, ' ')
+        << score << "  " << fixed(w) << "  " << bar(w) << "\n";
+  }
+  out << "  top " << s.at("top_k").size() << ":";
+  for (const json& c : s.at("top_k"))
+    out << "  " << c.at("token").get<std::string>() << " " << fixed(c.at("prob").get<double>());
+  out << "\n  chosen: " << s.at("chosen").get<std::string>() << "  p = " << fixed(s.at("chosen_prob").get<double>())
+      << "\n\n";
+}
+
+}  // namespace
+
+std::string explanation_table(const json& e) {
+  std::ostringstream out;
+  out << "model " << e.at("model").get<std::string>() << ", score " << e.at("score").get<std::string>();
+  if (!e.at("window").is_null())
+    out << ", window " << e.at("window").at("kind").get<std::string>() << " D = " << e.at("window").at("D").get<int64_t>();
+  out << ", beam " << e.at("beam").get<int>() << "\n";
+  const json& src = e.at("src_tokens");
+  out << "source:";
+  size_t width = 6;  // "source"
+  for (const json& t : src) {
+    out << " " << t.get<std::string>();
+    width = std::max(width, data::decode_utf8(t.get<std::string>()).size());
+  }
+  out << "\ntranslation: " << e.at("translation").get<std::string>() << "\n\n";
+  for (const json& s : e.at("steps")) step_table(out, s, src, width);
+  return out.str();
+}
+
+}  // namespace attn::decode
