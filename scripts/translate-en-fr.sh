@@ -3,6 +3,7 @@
 #   1. train English -> French (configs/tatoeba-en-fra.yaml) into runs/quickstart
 #   2. translate a few fixed sentences, printed as "source -> translation"
 #   3. translate the held-out test split with beam 5 and print BLEU and chrF
+#   4. draw the attention of "he doesn't like apples" (a heatmap) and the training curves
 #
 # runs/quickstart is kept between runs:
 #   - a finished run there is reused: steps 2 and 3 run on its model
@@ -57,9 +58,10 @@ attn quick start: English -> French translation
   plan:  1. train for $minutes minutes (with validation and testing the job takes ~15 minutes on 2 cores)
          2. translate a few sentences
          3. translate 2000 held-out English sentences (never seen in training) and score them
+         4. draw the attention of one sentence and the training curves
 INTRO
 
-say "1/3 Training (config $CONFIG, run directory $RUN)"
+say "1/4 Training (config $CONFIG, run directory $RUN)"
 if [ -f "$RUN/model.safetensors" ] && tail -n 1 "$RUN/log.jsonl" 2>/dev/null | grep -q '"type":"finished"'; then
   echo "$RUN holds a finished run: reusing its model (delete $RUN to train a new one)."
 elif [ -f "$RUN/checkpoint/trainer_state.json" ]; then
@@ -73,7 +75,7 @@ else
   run "$ATTN" train -c "$CONFIG" ${SETS[@]+"${SETS[@]}"}
 fi
 
-say "2/3 Translating sentences that are not in the data (beam search, beam 5)"
+say "2/4 Translating sentences that are not in the data (beam search, beam 5)"
 printf '%s\n' "${SENTENCES[@]}" >"$RUN/examples.en"
 run "$ATTN" translate -m "$RUN" -b 5 -i "$RUN/examples.en" -o "$RUN/examples.fr"
 mapfile -t hyps <"$RUN/examples.fr"
@@ -81,7 +83,7 @@ for i in "${!SENTENCES[@]}"; do
   printf '  %-45s -> %s\n' "${SENTENCES[$i]}" "${hyps[$i]}"
 done
 
-say "3/3 Translating the test split and scoring it against the reference translations"
+say "3/4 Translating the test split and scoring it against the reference translations"
 echo "$(sort -u "$RUN/test.src" | wc -l) English sentences, $(wc -l <"$RUN/test.src") pairs (one line per French reference)"
 run "$ATTN" translate -m "$RUN" -b 5 -i "$RUN/test.src" -o "$RUN/test.hyp"
 echo
@@ -94,6 +96,15 @@ done
 echo "BLEU (word n-gram overlap with the references) and chrF (character n-grams), 0-100,"
 echo "higher is better; one French reference per line, so a correct paraphrase still loses points:"
 run "$ATTN" score -r "$RUN/test.ref" --hyp "$RUN/test.hyp"
+
+say "4/4 Seeing the attention"
+echo "How the model attends to the source while it writes each French piece (beam 5; rows:"
+echo "French pieces, columns: English pieces, white = weight 1), and its training curves:"
+run "$ATTN" explain -m "$RUN" -b 5 --format json --heatmap "$RUN/heatmap.png" <<<"${SENTENCES[0]}" >"$RUN/explain.json"
+run "$ATTN" plot "$RUN" -o "$RUN/curves.png"
+echo "  heatmap:        $RUN/heatmap.png"
+echo "  training curves: $RUN/curves.png"
+echo "  every number of each decoder step: $RUN/explain.json (as a table: echo \"${SENTENCES[0]}\" | $ATTN explain -m $RUN)"
 
 say "Done: the job took $(elapsed)"
 cat <<EOF2

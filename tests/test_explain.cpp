@@ -15,6 +15,7 @@
 #include "attn/decode/explain_examples.h"
 #include "attn/decode/search.h"
 #include "attn/train/mt_trainer.h"
+#include "attn/viz/heatmap.h"
 #include "oracle.h"
 #include "toy_run.h"
 #include "train_test_util.h"
@@ -484,6 +485,38 @@ TEST_F(ExplainRun, Command) {
   r = run_attn("explain --example translation-step", d);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("output: le chat dort [STOP]"), std::string::npos) << r.out;
+}
+
+// --heatmap: each line's steps x source tokens as cells holding the JSON's weights,
+// rows labelled by the chosen tokens; several lines are numbered, one line is FILE itself.
+TEST_F(ExplainRun, HeatmapHoldsTheExplainedWeights) {
+  const std::string& d = dir_->path;
+  const std::string model = " -m " + run() + " --threads 1";
+  CommandResult r = run_attn("explain" + model + " --format json --heatmap " + d + "/map.svg", d, "one two .\nred cat .\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(d + "/map.svg")) << "two lines: numbered files";
+  std::stringstream ss(r.out);
+  size_t line = 0;
+  for (std::string l; std::getline(ss, l);) {
+    ++line;
+    const json e = json::parse(l);
+    const std::string svg = read_bytes(d + "/map-000" + std::to_string(line) + ".svg");
+    size_t cells = 0;
+    for (size_t at = svg.find("class=\"cell\""); at != std::string::npos; at = svg.find("class=\"cell\"", at + 1)) ++cells;
+    EXPECT_EQ(cells, e["steps"].size() * e["src_tokens"].size());
+    for (size_t i = 0; i < e["steps"].size(); ++i)
+      for (size_t j = 0; j < e["src_tokens"].size(); ++j) {
+        const std::string cell = "data-r=\"" + std::to_string(i) + "\" data-c=\"" + std::to_string(j) + "\" data-w=\"" +
+                                 viz::format_weight(e["steps"][i]["weights"][j].get<float>()) + "\"";
+        EXPECT_NE(svg.find(cell), std::string::npos) << cell;
+      }
+    EXPECT_NE(svg.find(">&lt;/s&gt;</text>"), std::string::npos) << "the EOS step's row";
+  }
+  EXPECT_EQ(line, 2u);
+  r = run_attn("explain" + model + " --heatmap " + d + "/one.png", d, "one two .\n");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(read_bytes(d + "/one.png").substr(0, 4), "\x89PNG");
+  EXPECT_NE(r.err.find("written to " + d + "/one.png"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -172,7 +172,7 @@ AttentionOutput attention(const Tensor& q, const Tensor& k, const Tensor& v, con
       f.dropout = opt.dropout;
       f.seed = opt.rng->next_u64();
     }
-    return {sdpa_fused(qf, k, v, f), Tensor()};
+    return {sdpa_fused(qf, k, v, f), Tensor(), {}, {}, {}};
   }
   Tensor positions;
   if (opt.local.window == Window::LocalPredictive)

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "attn/cli/commands.h"
+#include "attn/cli/heatmaps.h"
 #include "attn/data/line_reader.h"
 #include "attn/decode/explain.h"
 #include "attn/decode/explain_examples.h"
@@ -18,7 +19,7 @@ namespace attn::cli {
 void add_explain_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("explain", "show the attention of a trained model step by step (or a tutorial's example)");
   struct Opts {
-    std::string model, weights, input, format = "text", example;
+    std::string model, weights, input, format = "text", example, heatmap, heatmap_colors = "grey";
     decode::ExplainOptions explain;
     int threads = 0;
   };
@@ -35,6 +36,11 @@ void add_explain_command(CLI::App& app) {
   cmd->add_flag("--words", o->explain.words, "merge SentencePiece pieces into words");
   cmd->add_option("--max-len-ratio", o->explain.max_len_ratio, "at most ratio * source length + 5 target pieces")
       ->capture_default_str();
+  cmd->add_option("--heatmap", o->heatmap,
+                  "also draw each sentence's weights to FILE (.png .svg .pdf .html; several lines: FILE-0001.png, ...)");
+  cmd->add_option("--heatmap-colors", o->heatmap_colors, "colour map of --heatmap (grey: 0 black, 1 white)")
+      ->check(CLI::IsMember({"grey", "viridis"}))
+      ->capture_default_str();
   cmd->add_option("--example", o->example, "print a seed tutorial's worked example: general-attention, translation-step");
   cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
   cmd->callback([o] {
@@ -44,6 +50,8 @@ void add_explain_command(CLI::App& app) {
     }
     if (o->model.empty()) throw std::invalid_argument("explain: --model RUN is required (or --example NAME)");
     set_num_threads(o->threads);
+    viz::HeatmapStyle heatmap_style;
+    heatmap_style.colors = viz::parse_color_map(o->heatmap_colors, "--heatmap-colors");
     decode::TranslationModel tm = decode::load_translation_model(o->model, o->weights);
     const std::string source = o->input.empty() ? "stdin" : o->input;
     std::vector<std::string> lines = o->input.empty() ? read_stdin_lines() : data::read_lines(o->input);
@@ -53,6 +61,12 @@ void add_explain_command(CLI::App& app) {
         e = decode::explain_text(tm, lines[i], o->explain);
       } catch (const std::invalid_argument& err) {
         throw std::invalid_argument(source + ":" + std::to_string(i + 1) + ": " + err.what());
+      }
+      viz::Heatmap h;
+      if (!o->heatmap.empty() && explanation_heatmap(e, h)) {
+        const std::string path = numbered_path(o->heatmap, i + 1, lines.size());
+        viz::write_heatmap(path, h, heatmap_style);
+        std::cerr << "explain: heatmap of line " << i + 1 << " written to " << path << "\n";
       }
       if (o->format == "json")
         std::cout << e.dump() << "\n";

@@ -47,7 +47,7 @@ attention::AttentionOutput MultiHeadAttention::forward(const Tensor& query, cons
       f.seed = rng_->next_u64();
     }
     Tensor context = attention::sdpa_fused_packed(qkv, H, f);
-    return {linear(context, out_proj_weight, out_proj_bias), Tensor()};
+    return {linear(context, out_proj_weight, out_proj_bias), Tensor(), {}, {}, {}};
   }
   // [B, L, E] -> [B, L, H, hd] -> [B, H, L, hd]
   auto heads = [&](const Tensor& x, int part, int64_t L) {
@@ -61,7 +61,7 @@ attention::AttentionOutput MultiHeadAttention::forward(const Tensor& query, cons
   attention::AttentionOutput a = attention::scaled_dot_product_attention(q, k, v, o);
   // [B, H, Lq, hd] -> [B, Lq, H, hd] -> [B, Lq, E] -> W_O
   Tensor concat_heads = reshape(permute(a.context, {0, 2, 1, 3}), {B, Lq, E});
-  return {linear(concat_heads, out_proj_weight, out_proj_bias), a.weights};
+  return {linear(concat_heads, out_proj_weight, out_proj_bias), a.weights, {}, {}, {}};
 }
 
 PositionalEncoding::PositionalEncoding(int64_t dim, int64_t max_len, float p, Rng& rng)
