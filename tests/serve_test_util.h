@@ -22,8 +22,8 @@
 
 namespace attn::testing {
 
-// The run directory of a small rnnsearch trained on the reversal task (2 epochs
-// of 2000 pairs, one thread, seeded): ATTN_BINARY_DIR/serve_toy_run. ctest runs
+// The run directory of a small rnnsearch trained on the reversal task (5 epochs
+// of 3000 pairs, one thread, seeded): ATTN_BINARY_DIR/serve_toy_run. ctest runs
 // the tests in separate processes, two at a time, so the first one trains it
 // under a lock file into a temporary folder renamed into place; the others wait
 // and reuse it.
@@ -38,10 +38,10 @@ inline const std::string& serve_toy_run() {
       const std::string tmp = dir + ".tmp" + std::to_string(::getpid());
       fs::remove_all(tmp);
       fs::create_directories(tmp);
-      write_toy(tmp, "train", 2000, 21);
+      write_toy(tmp, "train", 3000, 21);
       write_toy(tmp, "valid", 50, 22);
       train::TrainConfig cfg = train::parse_train_config(
-          toy_config(tmp, tmp + "/run", "  max_epochs: 2\n  valid_every: 0\n  log_every: 1000\n  threads: 1\n"));
+          toy_config(tmp, tmp + "/run", "  max_epochs: 5\n  valid_every: 0\n  log_every: 1000\n  threads: 1\n"));
       train::RunOptions quiet;
       quiet.print = [](const std::string&) {};
       train::train_translation(cfg, quiet);

@@ -4,7 +4,9 @@
 // and explain requests run on the decoding worker, validated.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -21,8 +23,11 @@ namespace {
 using nlohmann::json;
 
 // 16 clients, 6 requests each (one or two texts, beam 1 or 3, with and
-// without alignments): every answer equals, byte for byte, the answer the same
-// request got when it was the only one in the server.
+// without alignments): every answer is the answer the same request got when
+// it was the only one in the server: the same translation and pieces, and
+// the same score and weights up to float rounding (a batch-mate changes the
+// padded source length and the rows of the encoder's products, which moves
+// the last bits; README.md, "attn serve", gives the measured bound).
 TEST(ServeBatching, ConcurrentClientsGetTheirSingleRequestAnswers) {
   serve::ServerOptions o;
   o.threads = 1;
@@ -69,12 +74,33 @@ TEST(ServeBatching, ConcurrentClientsGetTheirSingleRequestAnswers) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures, 0);
-  int differ = 0;
+  double max_score_diff = 0, max_weight_diff = 0;
+  int bit_identical = 0;
   for (size_t i = 0; i < requests.size(); ++i) {
-    EXPECT_EQ(together[i], alone[i]) << "request " << i << ": " << requests[i];
-    differ += together[i] != alone[i];
+    if (together[i].empty()) continue;
+    bit_identical += together[i] == alone[i];
+    const json a = json::parse(alone[i]), b = json::parse(together[i]);
+    const json as = a.contains("translations") ? a["translations"] : json::array({a});
+    const json bs = b.contains("translations") ? b["translations"] : json::array({b});
+    ASSERT_EQ(as.size(), bs.size()) << i;
+    for (size_t k = 0; k < as.size(); ++k) {
+      EXPECT_EQ(bs[k]["translation"], as[k]["translation"]) << "request " << i << ": " << requests[i];
+      EXPECT_EQ(bs[k]["src_tokens"], as[k]["src_tokens"]) << i;
+      EXPECT_EQ(bs[k]["tgt_tokens"], as[k]["tgt_tokens"]) << i;
+      EXPECT_EQ(bs[k].contains("weights"), as[k].contains("weights")) << i;
+      max_score_diff = std::max(max_score_diff, std::abs(bs[k]["score"].get<double>() - as[k]["score"].get<double>()));
+      if (!as[k].contains("weights")) continue;
+      ASSERT_EQ(bs[k]["weights"].size(), as[k]["weights"].size()) << i;
+      for (size_t r = 0; r < as[k]["weights"].size(); ++r)
+        for (size_t j = 0; j < as[k]["weights"][r].size(); ++j)
+          max_weight_diff = std::max(max_weight_diff, std::abs(bs[k]["weights"][r][j].get<double>() -
+                                                               as[k]["weights"][r][j].get<double>()));
+    }
   }
-  EXPECT_EQ(differ, 0);
+  std::printf("batched vs alone: %d of %zu answers bit-identical, max |score diff| %.3g, max |weight diff| %.3g\n",
+              bit_identical, requests.size(), max_score_diff, max_weight_diff);
+  EXPECT_LT(max_score_diff, 1e-5);
+  EXPECT_LT(max_weight_diff, 1e-5);
   // the concurrent phase did batch: fewer batches than sentences, none over --max-batch
   const std::string after = c0->Get("/metrics")->body;
   const double batches = metric(after, "attn_batch_sentences_count") - metric(before, "attn_batch_sentences_count");

@@ -42,7 +42,7 @@ std::string error_body(const std::string& message, const std::string& field) {
   nlohmann::ordered_json j;
   j["error"] = message;
   j["field"] = field.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(field);
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);  // a message may quote bad UTF-8
 }
 
 }  // namespace attn::serve
