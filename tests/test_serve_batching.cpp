@@ -164,7 +164,7 @@ TEST(ServeBatching, FullQueueAnswers503AtOnce) {
     auto c = s.client();
     return post_json(*c, "/v1/translate", R"({"texts": ["red cat .", "two dogs ."], "beam": 1})");
   });
-  auto c = s.client();
+  auto c = s.client(5);  // a request that waited for the worker would time out (and fail) instead of hang
   for (int i = 0; i < 3000 && c->Get("/health") && json::parse(c->Get("/health")->body)["queue_sentences"] != 2; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   ASSERT_EQ(json::parse(c->Get("/health")->body)["queue_sentences"], 2);
