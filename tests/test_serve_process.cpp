@@ -100,9 +100,9 @@ struct ServeProcess {
 };
 
 TEST(ServeProcess, SigtermAnswersInFlightRequestsThenExitsZero) {
-  // batches wait up to 1.5 s for more sentences: the requests below are in
-  // flight (queued) when SIGTERM arrives
-  ServeProcess p({"-m", serve_toy_run(), "--port", "0", "--max-batch", "64", "--max-wait-ms", "1500", "--threads",
+  // batches wait up to 3 s for more sentences: the requests below are in
+  // flight (queued) when SIGTERM arrives, and still unanswered 0.1 s after it
+  ServeProcess p({"-m", serve_toy_run(), "--port", "0", "--max-batch", "64", "--max-wait-ms", "3000", "--threads",
                   "1", "--timeout-s", "2"});
   const std::string first = p.line();
   const std::string prefix = "attn serve: listening on http://127.0.0.1:";
@@ -135,13 +135,13 @@ TEST(ServeProcess, SigtermAnswersInFlightRequestsThenExitsZero) {
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(connect_to(port), -1);
   EXPECT_EQ(errno, ECONNREFUSED);
-  EXPECT_EQ(inflight[0].wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  for (auto& f : inflight) EXPECT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
   for (size_t i = 0; i < inflight.size(); ++i) {
     auto [status, body] = inflight[i].get();
     EXPECT_EQ(status, 200) << i << ": " << body;
     if (status == 200) EXPECT_EQ(json::parse(body)["translation"], want[i].hypotheses[0].text) << i;
   }
-  EXPECT_GT(seconds_since(killed), 0.5);  // answered after the signal, when the batch closed
+  std::printf("in-flight requests answered %.3f s after SIGTERM\n", seconds_since(killed));
   EXPECT_EQ(p.wait_exit(30), 0);
   std::string rest;
   for (std::string l; !(l = p.line()).empty();) rest += l;
