@@ -46,6 +46,7 @@ LoadResult run_load(int port, int clients, const std::vector<std::string>& bodie
     conns.push_back(std::make_unique<httplib::Client>("127.0.0.1", port));
     conns.back()->set_read_timeout(120, 0);
     conns.back()->set_keep_alive(true);
+    conns.back()->set_tcp_nodelay(true);  // a request is two writes too (headers, body): no Nagle delay
     auto warm = conns.back()->Post("/v1/translate", bodies[size_t(c) % bodies.size()], "application/json");
     if (!warm || warm->status != 200) ++errors;
   }

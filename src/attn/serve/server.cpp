@@ -78,6 +78,9 @@ struct Server::Impl {
     http.set_write_timeout(options.timeout_s, 0);
     http.set_keep_alive_timeout(options.timeout_s);
     http.set_keep_alive_max_count(100);
+    // an answer goes out in two writes (headers, body): with Nagle's algorithm the
+    // second waits for the client's delayed ACK, ~40-100 ms on every request
+    http.set_tcp_nodelay(true);
     http.set_payload_max_length(options.max_body);
     http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
       request_start = std::chrono::steady_clock::now();
