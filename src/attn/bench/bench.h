@@ -56,6 +56,21 @@ void bench_gru(const BenchOptions& opt);    // GRU layer fwd+bwd, batch 64, hidd
 void bench_attention(const BenchOptions& opt);  // SDPA fused/naive, MHA, additive step, vs torch
 // rnnsearch training step (fwd + bwd + clip + Adam): target tokens/s per shape ("lean", "tutorial"), vs torch
 void bench_mt_train(const BenchOptions& opt, const std::vector<std::string>& shapes, int64_t batch);
+// `attn serve` under load (bench_serve.cpp): what to serve and how long.
+struct ServeBenchOptions {
+  std::string run;                  // run directory of a trained model (-m)
+  std::string input;                // sentences, one per line (default: run/test.src)
+  std::vector<int> clients = {1, 8, 32};
+  int64_t requests = 2000;          // answers per (batching, clients) run, at most...
+  double seconds = 20;              // ...and at most this long
+  int beam = 1;
+};
+// requests/s, p50/p99 latency, errors, RSS of the server batched (max batch 32)
+// and unbatched (1), per number of concurrent clients on loopback
+void bench_serve(const BenchOptions& opt, const ServeBenchOptions& serve);
+// The process's resident set now (/proc/self/statm), in bytes.
+size_t rss_current_bytes();
+
 // rnnsearch greedy / beam decoding: sentences/s per shape, batch size and beam, vs torch
 void bench_mt_decode(const BenchOptions& opt, const std::vector<std::string>& shapes, const std::vector<int64_t>& batches,
                      const std::vector<int>& beams);

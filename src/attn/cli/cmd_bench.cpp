@@ -12,7 +12,15 @@ void add_bench_command(CLI::App& app) {
   auto suites = std::make_shared<std::vector<std::string>>();
   auto peer_dir = std::make_shared<std::string>();
   auto print_peer_dir = std::make_shared<bool>(false);
-  cmd->add_option("suites", *suites, "what to run: gemm, gru, attention, train, decode (default: all)");
+  cmd->add_option("suites", *suites,
+                  "what to run: gemm, gru, attention, train, decode (default: these five), serve (needs -m)");
+  auto serve = std::make_shared<bench::ServeBenchOptions>();
+  cmd->add_option("-m,--run", serve->run, "serve: run directory of the model to serve");
+  cmd->add_option("--serve-input", serve->input, "serve: sentences, one per line (default: RUN/test.src)");
+  cmd->add_option("--clients", serve->clients, "serve: concurrent clients")->capture_default_str();
+  cmd->add_option("--serve-requests", serve->requests, "serve: answers per run, at most")->capture_default_str();
+  cmd->add_option("--serve-seconds", serve->seconds, "serve: seconds per run, at most")->capture_default_str();
+  cmd->add_option("--serve-beam", serve->beam, "serve: the requests' beam size")->capture_default_str();
   auto shapes = std::make_shared<std::vector<std::string>>(std::vector<std::string>{"lean"});
   auto batch = std::make_shared<int64_t>(64);
   auto dec_batches = std::make_shared<std::vector<int64_t>>(std::vector<int64_t>{1, 64});
@@ -30,7 +38,7 @@ void add_bench_command(CLI::App& app) {
                   "folder of the peer scripts (default: " ATTN_PEERS_FROM_BIN
                   " beside the attn command when installed, else the source tree's bench/peers)");
   cmd->add_flag("--print-peer-dir", *print_peer_dir, "print the folder of the peer scripts that would run, and exit");
-  cmd->callback([opt, suites, shapes, batch, dec_batches, beams, peer_dir, print_peer_dir] {
+  cmd->callback([opt, suites, shapes, batch, dec_batches, beams, peer_dir, print_peer_dir, serve] {
     if (*print_peer_dir) {
       std::cout << bench::find_peer_dir(*peer_dir) << "\n";
       return;
@@ -38,16 +46,19 @@ void add_bench_command(CLI::App& app) {
     std::set<std::string> want(suites->begin(), suites->end());
     auto run = [&](const std::string& name) { return want.empty() || want.count(name); };
     for (const auto& s : want)
-      if (s != "gemm" && s != "gru" && s != "attention" && s != "train" && s != "decode")
-        throw std::invalid_argument("bench: unknown suite '" + s + "' (gemm, gru, attention, train, decode)");
+      if (s != "gemm" && s != "gru" && s != "attention" && s != "train" && s != "decode" && s != "serve")
+        throw std::invalid_argument("bench: unknown suite '" + s + "' (gemm, gru, attention, train, decode, serve)");
+    if (want.count("serve") && serve->run.empty()) throw std::invalid_argument("bench serve: needs -m RUN");
     for (const auto& m : *shapes)
       if (m != "lean" && m != "tutorial") throw std::invalid_argument("bench: unknown model shape '" + m + "'");
-    if (opt->run_peers) opt->peer_dir = bench::find_peer_dir(*peer_dir);  // before minutes of our own runs
+    const bool peers_wanted = want.empty() || want.size() > want.count("serve");  // serve has no peer
+    if (opt->run_peers && peers_wanted) opt->peer_dir = bench::find_peer_dir(*peer_dir);  // before minutes of our own runs
     if (run("gemm")) bench::bench_gemm(*opt);
     if (run("gru")) bench::bench_gru(*opt);
     if (run("attention")) bench::bench_attention(*opt);
     if (run("train")) bench::bench_mt_train(*opt, *shapes, *batch);
     if (run("decode")) bench::bench_mt_decode(*opt, *shapes, *dec_batches, *beams);
+    if (want.count("serve")) bench::bench_serve(*opt, *serve);  // only when named: it needs a trained model
   });
 }
 

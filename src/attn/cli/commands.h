@@ -14,6 +14,7 @@ void add_explain_command(CLI::App& app);
 void add_score_command(CLI::App& app);
 void add_average_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
+void add_serve_command(CLI::App& app);
 
 // All lines of stdin; throws std::invalid_argument "stdin:<line>: invalid UTF-8 at byte <k>".
 std::vector<std::string> read_stdin_lines();

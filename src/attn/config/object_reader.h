@@ -1,8 +1,9 @@
 // Reading configuration objects strictly: typed fields with defaults, and every
 // key that nobody asked for rejected by name. Internal to the library (the
-// public configs are plain structs): the model config (models/config.cpp, JSON)
-// and the training config (train/mt_config.cpp, YAML converted to JSON) read
-// with it, so it sits below both; it depends on nothing in attn (nlohmann-json).
+// public configs are plain structs): the model config (models/config.cpp, JSON),
+// the training config (train/mt_config.cpp, YAML converted to JSON) and the
+// HTTP server's request bodies (serve/request.cpp) read with it, so it sits below
+// them all; it depends on nothing in attn (nlohmann-json).
 //
 // Usage:
 //   ObjectReader r(json, "model");            // throws unless json is an object
@@ -19,6 +20,17 @@
 #include <vector>
 
 namespace attn::config {
+
+// What ObjectReader throws: a std::invalid_argument that also names the key
+// (the HTTP server answers with it as the error's "field").
+class FieldError : public std::invalid_argument {
+public:
+  FieldError(std::string key, const std::string& message) : std::invalid_argument(message), key_(std::move(key)) {}
+  const std::string& key() const { return key_; }
+
+private:
+  std::string key_;
+};
 
 class ObjectReader {
 public:
@@ -88,7 +100,7 @@ public:
       if (!asked_.count(it.key())) {
         std::string known;
         for (const auto& k : asked_) known += (known.empty() ? "" : ", ") + k;
-        throw std::invalid_argument(path_ + "." + it.key() + ": unknown key (known keys: " + known + ")");
+        throw FieldError(it.key(), path_ + "." + it.key() + ": unknown key (known keys: " + known + ")");
       }
   }
 
@@ -100,8 +112,8 @@ private:
     if (!j_.contains(key) || j_.at(key).is_null()) return nullptr;
     return &j_.at(key);
   }
-  std::invalid_argument bad(const std::string& key, const std::string& want, const nlohmann::json& v) const {
-    return std::invalid_argument(path_ + "." + key + ": expected " + want + ", got " + v.dump());
+  FieldError bad(const std::string& key, const std::string& want, const nlohmann::json& v) const {
+    return FieldError(key, path_ + "." + key + ": expected " + want + ", got " + v.dump());
   }
 
   const nlohmann::json& j_;

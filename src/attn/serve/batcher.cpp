@@ -1,0 +1,158 @@
+#include "attn/serve/batcher.h"
+
+#include "attn/tensor/threading.h"
+
+namespace attn::serve {
+
+struct MicroBatcher::Job {
+  bool explain = false;
+  BatchKey key;
+  std::vector<std::string> texts;  // translate
+  nlohmann::json request;          // explain
+  std::promise<std::vector<decode::Translation>> translations;
+  std::promise<nlohmann::json> explanation;
+  std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
+  int64_t sentences() const { return explain ? 1 : int64_t(texts.size()); }
+};
+
+MicroBatcher::MicroBatcher(BatcherOptions options, TranslateBatch translate, ExplainFunction explain,
+                           std::function<void(int64_t)> on_batch)
+    : options_(options), translate_(std::move(translate)), explain_(std::move(explain)), on_batch_(std::move(on_batch)) {
+  if (options_.max_batch < 1) throw std::invalid_argument("serve: --max-batch must be >= 1");
+  if (options_.capacity < 1) throw std::invalid_argument("serve: --queue must be >= 1");
+  if (options_.max_wait.count() < 0) throw std::invalid_argument("serve: --max-wait-ms must be >= 0");
+  worker_ = std::thread([this] { work(); });
+}
+
+MicroBatcher::~MicroBatcher() { stop(); }
+
+void MicroBatcher::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+int64_t MicroBatcher::queued_sentences() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return queued_;
+}
+
+void MicroBatcher::enqueue(const std::shared_ptr<Job>& job) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) throw QueueFull("the server is shutting down");
+    if (queued_ + job->sentences() > options_.capacity)
+      throw QueueFull("queue full: " + std::to_string(queued_) + " of " + std::to_string(options_.capacity) +
+                      " sentences waiting, this request has " + std::to_string(job->sentences()));
+    queue_.push_back(job);
+    queued_ += job->sentences();
+  }
+  cv_.notify_all();
+}
+
+std::future<std::vector<decode::Translation>> MicroBatcher::submit_translate(std::vector<std::string> texts,
+                                                                             BatchKey key) {
+  auto job = std::make_shared<Job>();
+  job->key = key;
+  job->texts = std::move(texts);
+  auto f = job->translations.get_future();
+  enqueue(job);
+  return f;
+}
+
+std::future<nlohmann::json> MicroBatcher::submit_explain(nlohmann::json request) {
+  auto job = std::make_shared<Job>();
+  job->explain = true;
+  job->request = std::move(request);
+  auto f = job->explanation.get_future();
+  enqueue(job);
+  return f;
+}
+
+int64_t MicroBatcher::compatible_sentences(const BatchKey& key) const {
+  int64_t n = 0;
+  for (const auto& j : queue_)
+    if (!j->explain && j->key == key) n += j->sentences();
+  return n;
+}
+
+std::vector<std::shared_ptr<MicroBatcher::Job>> MicroBatcher::take_batch(std::unique_lock<std::mutex>& lock) {
+  const std::shared_ptr<Job> first = queue_.front();
+  std::vector<std::shared_ptr<Job>> batch;
+  if (first->explain) {
+    queue_.pop_front();
+    queued_ -= 1;
+    return {first};
+  }
+  const auto deadline = first->arrived + options_.max_wait;
+  while (!stopping_ && compatible_sentences(first->key) < options_.max_batch &&
+         std::chrono::steady_clock::now() < deadline)
+    cv_.wait_until(lock, deadline);
+  // the first request (still the oldest: only this thread takes), then the
+  // compatible ones that fit, in arrival order
+  int64_t n = 0;
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    Job& j = **it;
+    if (!j.explain && j.key == first->key && (batch.empty() || n + j.sentences() <= options_.max_batch)) {
+      n += j.sentences();
+      batch.push_back(*it);
+      it = queue_.erase(it);
+      if (n >= options_.max_batch) break;
+    } else {
+      ++it;
+    }
+  }
+  queued_ -= n;
+  return batch;
+}
+
+void MicroBatcher::work() {
+  set_num_threads(options_.threads);  // this thread's OpenMP team and the BLAS
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+    if (queue_.empty()) return;  // stopping, and every request answered
+    std::vector<std::shared_ptr<Job>> batch = take_batch(lock);
+    lock.unlock();
+    if (batch.front()->explain)
+      run_explain(*batch.front());
+    else
+      run_translate(batch);
+    lock.lock();
+  }
+}
+
+void MicroBatcher::run_translate(const std::vector<std::shared_ptr<Job>>& batch) {
+  std::vector<std::string> texts;
+  for (const auto& j : batch) texts.insert(texts.end(), j->texts.begin(), j->texts.end());
+  std::vector<std::vector<decode::Translation>> answers;  // per request
+  try {
+    std::vector<decode::Translation> all = translate_(texts, batch.front()->key);
+    if (all.size() != texts.size()) throw std::logic_error("serve: the decoder returned a wrong number of translations");
+    size_t at = 0;
+    for (const auto& j : batch) {
+      answers.emplace_back(std::make_move_iterator(all.begin() + long(at)),
+                           std::make_move_iterator(all.begin() + long(at + j->texts.size())));
+      at += j->texts.size();
+    }
+  } catch (...) {
+    for (const auto& j : batch) j->translations.set_exception(std::current_exception());
+    answers.clear();
+  }
+  for (size_t i = 0; i < answers.size(); ++i) batch[i]->translations.set_value(std::move(answers[i]));
+  if (on_batch_) on_batch_(int64_t(texts.size()));
+}
+
+void MicroBatcher::run_explain(Job& job) {
+  try {
+    if (!explain_) throw std::logic_error("serve: no explain function");
+    job.explanation.set_value(explain_(job.request));
+  } catch (...) {
+    job.explanation.set_exception(std::current_exception());
+  }
+}
+
+}  // namespace attn::serve

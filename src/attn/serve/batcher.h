@@ -1,0 +1,100 @@
+// The micro-batcher: requests from many connections wait in one bounded queue
+// and ONE worker thread decodes them, several requests' sentences together.
+//
+//   - A batch starts with the oldest waiting request and takes, in arrival
+//     order, the waiting requests with the same BatchKey (beam size,
+//     alignments), while its sentences stay within max_batch (the first
+//     request always goes in whole, even when it alone has more).
+//   - It closes when the compatible waiting sentences reach max_batch, or
+//     max_wait after its first request arrived (a bounded wait), or at stop().
+//   - An explain request runs alone, in its turn.
+//   - The queue holds at most `capacity` sentences (an explain request counts
+//     one); a request that does not fit is refused at once (QueueFull), never
+//     queued without bound.
+//   - The worker thread owns the compute threads: it sets the OpenMP / BLAS
+//     thread count for itself, and every decode runs on it.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "attn/decode/translator.h"
+#include "attn/serve/options.h"
+
+namespace attn::serve {
+
+// Requests decode together only when their keys are equal.
+struct BatchKey {
+  int beam = 1;
+  bool alignments = false;
+  bool operator==(const BatchKey&) const = default;
+};
+
+// One batch's translations, in the order of `texts` (run on the worker thread).
+using TranslateBatch =
+    std::function<std::vector<decode::Translation>(const std::vector<std::string>& texts, const BatchKey& key)>;
+
+// The queue cannot take a request (full, or the batcher is stopping): 503.
+class QueueFull : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+struct BatcherOptions {
+  int64_t max_batch = 32;                   // sentences
+  std::chrono::microseconds max_wait{5000};  // from a batch's first request
+  int64_t capacity = 256;                   // sentences waiting
+  int threads = 2;                          // compute threads of the worker
+};
+
+class MicroBatcher {
+public:
+  // on_batch(sentences) is called on the worker thread after every decoded batch (metrics).
+  MicroBatcher(BatcherOptions options, TranslateBatch translate, ExplainFunction explain,
+               std::function<void(int64_t)> on_batch = {});
+  ~MicroBatcher();  // stop()
+  MicroBatcher(const MicroBatcher&) = delete;
+  MicroBatcher& operator=(const MicroBatcher&) = delete;
+
+  // Throw QueueFull when the request does not fit. The future holds the
+  // result, or the exception the decoding threw.
+  std::future<std::vector<decode::Translation>> submit_translate(std::vector<std::string> texts, BatchKey key);
+  std::future<nlohmann::json> submit_explain(nlohmann::json request);
+
+  int64_t queued_sentences() const;  // waiting, not yet taken by the worker
+  int64_t capacity() const { return options_.capacity; }
+
+  // Refuses new requests, decodes every waiting one, and joins the worker.
+  void stop();
+
+private:
+  struct Job;
+  void enqueue(const std::shared_ptr<Job>& job);
+  void work();
+  std::vector<std::shared_ptr<Job>> take_batch(std::unique_lock<std::mutex>& lock);
+  int64_t compatible_sentences(const BatchKey& key) const;
+  void run_translate(const std::vector<std::shared_ptr<Job>>& batch);
+  void run_explain(Job& job);
+
+  BatcherOptions options_;
+  TranslateBatch translate_;
+  ExplainFunction explain_;
+  std::function<void(int64_t)> on_batch_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  int64_t queued_ = 0;  // sentences in queue_
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace attn::serve

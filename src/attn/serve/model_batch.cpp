@@ -1,0 +1,23 @@
+#include "attn/serve/model_batch.h"
+
+#include <map>
+#include <memory>
+
+namespace attn::serve {
+
+TranslateBatch model_translate_batch(const decode::TranslationModel& model, int64_t max_batch) {
+  auto prepared = std::make_shared<std::map<int, std::shared_ptr<const models::PreparedDecoder>>>();  // per beam
+  return [&model, max_batch, prepared](const std::vector<std::string>& texts, const BatchKey& key) {
+    decode::TranslateOptions o;
+    o.search.beam = key.beam;
+    o.search.alignments = key.alignments;
+    o.batch_sentences = max_batch;
+    o.max_src_tokens = 0;  // the server refuses over-long texts instead (request.h)
+    auto& p = (*prepared)[key.beam];
+    if (!p) p = model.model->prepare_decoder(max_batch * key.beam);
+    o.search.prepared = p;
+    return decode::translate_lines(*model.model, *model.src_vocab, *model.tgt_vocab, texts, o);
+  };
+}
+
+}  // namespace attn::serve

@@ -1,0 +1,39 @@
+// What `attn serve` is told: where to listen, how to batch, and every limit
+// a request meets (README.md, "attn serve", documents each one).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace attn::serve {
+
+// One sentence's explanation (CONTRACT.md: decode::explain_text) for a
+// validated /v1/explain request: {"text", "beam", "top_k", "words"}, every
+// field present. Throws std::invalid_argument for a text it cannot explain.
+using ExplainFunction = std::function<nlohmann::json(const nlohmann::json& request)>;
+
+// The limits a request body is checked against (request.h).
+struct RequestLimits {
+  int max_beam = 16;             // "beam" in [1, max_beam]
+  int max_top_k = 50;            // explain: "top_k" in [1, max_top_k]
+  int64_t max_texts = 256;       // "texts": at most this many (the queue must hold them: <= queue)
+  int64_t max_src_pieces = 250;  // a text of more SentencePiece pieces is refused (400), never cut
+};
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";  // loopback unless told otherwise
+  int port = 0;                    // 0: a free port (Server::bind returns it)
+  int64_t max_batch = 32;          // a batch closes at this many sentences...
+  int max_wait_ms = 5;             // ...or this long after its first request arrived
+  int64_t queue = 256;             // sentences waiting for the decoder; a request that does not fit: 503
+  size_t max_body = 65536;         // bytes; a longer body: 413
+  int threads = 2;                 // compute threads of the decoding worker (OpenMP / BLAS)
+  int timeout_s = 5;               // read / write / keep-alive timeout of a connection
+  int http_threads = 64;           // connections served at once (each holds a thread while open)
+  RequestLimits limits;
+  std::string model_name;          // reported by GET /health (the run directory)
+  ExplainFunction explain;         // POST /v1/explain; empty: the route answers 501
+};
+
+}  // namespace attn::serve

@@ -1,0 +1,47 @@
+// The request bodies of POST /v1/translate and POST /v1/explain, read
+// strictly: malformed JSON, a field of the wrong type or out of range, an
+// unknown field and an over-long text are each a RequestError naming the
+// field, which the server answers with 400 {"error": message, "field": name}.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attn/data/vocab.h"
+#include "attn/serve/options.h"
+
+namespace attn::serve {
+
+class RequestError : public std::invalid_argument {
+public:
+  // field: the offending field, or "" when the body as a whole is wrong (JSON null)
+  RequestError(std::string field, const std::string& message)
+      : std::invalid_argument(message), field_(std::move(field)) {}
+  const std::string& field() const { return field_; }
+
+private:
+  std::string field_;
+};
+
+// {"text": "..."} or {"texts": ["...", ...]}, "beam" (default 5), "alignments" (default false).
+struct TranslateRequest {
+  std::vector<std::string> texts;  // one or more (an empty text is allowed: it translates to "")
+  bool many = false;               // given as "texts": the answer is {"translations": [...]}
+  int beam = 5;
+  bool alignments = false;
+};
+
+TranslateRequest parse_translate_request(const std::string& body, const RequestLimits& limits);
+
+// {"text", "beam" (default 1), "top_k" (default 5), "words" (default false)},
+// returned with every field present: what the ExplainFunction receives.
+nlohmann::json parse_explain_request(const std::string& body, const RequestLimits& limits);
+
+// The over-long text rule: a text of more than limits.max_src_pieces source
+// pieces is refused (decoding never cuts a request's text). `field` names the
+// request's field ("text" or "texts") in the error, with the text's index for "texts".
+void check_src_pieces(const std::vector<std::string>& texts, const std::string& field, const data::SubwordVocab& vocab,
+                      const RequestLimits& limits);
+
+}  // namespace attn::serve

@@ -1,0 +1,151 @@
+#include "attn/serve/routes.h"
+
+#include <array>
+#include <exception>
+
+#include "attn/models/config.h"
+#include "attn/serve/request.h"
+#include "attn/serve/response.h"
+#include "attn/serve/static_files.h"
+
+namespace attn::serve {
+namespace {
+
+// The API routes, each with its one method; the web files are GET routes too.
+struct Route {
+  std::string path, method;
+};
+
+std::vector<Route> all_routes() {
+  std::vector<Route> r = {{"/v1/translate", "POST"}, {"/v1/explain", "POST"}, {"/health", "GET"},
+                          {"/metrics", "GET"}, {"/", "GET"}};
+  for (const StaticFile& f : static_files()) r.push_back({f.path, "GET"});
+  return r;
+}
+
+// httplib matches paths as regular expressions: a file name's '.' must not match any character
+std::string regex_escape(const std::string& path) {
+  std::string out;
+  for (char c : path) {
+    if (std::string_view(".^$|()[]{}*+?\\").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+std::string dump(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+// The answer to a request that failed: `text_field` names the field a decoder's
+// std::invalid_argument is about.
+void answer_failure(httplib::Response& res, const std::exception_ptr& e, const std::string& text_field) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const RequestError& x) {
+    set_error(res, 400, x.what(), x.field());
+  } catch (const QueueFull& x) {
+    set_error(res, 503, x.what());
+    res.set_header("Retry-After", "1");
+  } catch (const std::invalid_argument& x) {
+    set_error(res, 400, x.what(), text_field);
+  } catch (const std::exception& x) {
+    set_error(res, 500, std::string("internal error: ") + x.what());
+  }
+}
+
+void handle_translate(const RouteContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  try {
+    const TranslateRequest r = parse_translate_request(req.body, ctx.options.limits);
+    check_src_pieces(r.texts, r.many ? "texts" : "text", *ctx.model.src_vocab, ctx.options.limits);
+    const std::vector<decode::Translation> tr = ctx.batcher.submit_translate(r.texts, {r.beam, r.alignments}).get();
+    nlohmann::ordered_json out;
+    if (r.many) {
+      out["translations"] = nlohmann::ordered_json::array();
+      for (const auto& t : tr) out["translations"].push_back(translation_json(t, r.alignments));
+    } else {
+      out = translation_json(tr.at(0), r.alignments);
+    }
+    res.set_content(dump(out), "application/json");
+  } catch (...) {
+    answer_failure(res, std::current_exception(), "");
+  }
+}
+
+void handle_explain(const RouteContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  if (!ctx.options.explain) return set_error(res, 501, "/v1/explain is not available in this server");
+  try {
+    nlohmann::json r = parse_explain_request(req.body, ctx.options.limits);
+    check_src_pieces({r["text"].get<std::string>()}, "text", *ctx.model.src_vocab, ctx.options.limits);
+    const nlohmann::json out = ctx.batcher.submit_explain(std::move(r)).get();
+    res.set_content(out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+  } catch (...) {
+    answer_failure(res, std::current_exception(), "text");
+  }
+}
+
+void handle_health(const RouteContext& ctx, httplib::Response& res) {
+  const models::ModelConfig& c = ctx.model.model->config();
+  nlohmann::ordered_json j;
+  j["status"] = "ok";
+  j["model"] = ctx.options.model_name;
+  j["type"] = models::name(c.type);
+  j["src_vocab"] = ctx.model.src_vocab->size();
+  j["tgt_vocab"] = ctx.model.tgt_vocab->size();
+  j["max_batch"] = ctx.options.max_batch;
+  j["max_wait_ms"] = ctx.options.max_wait_ms;
+  j["queue"] = ctx.options.queue;
+  j["queue_sentences"] = ctx.batcher.queued_sentences();
+  j["explain"] = bool(ctx.options.explain);
+  res.set_content(dump(j), "application/json");
+}
+
+void handle_static(const httplib::Request& req, httplib::Response& res) {
+  const StaticFile* f = find_static_file(req.path);
+  if (!f) return set_error(res, 404, "no such path: " + req.path);
+  res.set_content(reinterpret_cast<const char*>(f->data), f->size, f->content_type);
+  res.set_header("Cache-Control", "no-cache");
+}
+
+// 405 for every method but `allowed` (HEAD goes with GET) on `path`
+void add_method_not_allowed(httplib::Server& http, const std::string& path, const std::string& allowed) {
+  auto answer = [path, allowed](const httplib::Request& req, httplib::Response& res) {
+    set_error(res, 405, req.method + " " + path + ": method not allowed (allowed: " + allowed + ")");
+    res.set_header("Allow", allowed == "GET" ? "GET, HEAD" : allowed);
+  };
+  const std::string pattern = regex_escape(path);
+  if (allowed != "GET") http.Get(pattern, answer);
+  if (allowed != "POST") http.Post(pattern, answer);
+  http.Put(pattern, answer);
+  http.Patch(pattern, answer);
+  http.Delete(pattern, answer);
+  http.Options(pattern, answer);
+}
+
+}  // namespace
+
+std::vector<std::string> route_paths() {
+  std::vector<std::string> out;
+  for (const Route& r : all_routes()) out.push_back(r.path);
+  return out;
+}
+
+void set_error(httplib::Response& res, int status, const std::string& message, const std::string& field) {
+  res.status = status;
+  res.set_content(error_body(message, field), "application/json");
+}
+
+void add_routes(httplib::Server& http, const RouteContext& ctx) {
+  http.Post("/v1/translate", [&ctx](const httplib::Request& req, httplib::Response& res) { handle_translate(ctx, req, res); });
+  http.Post("/v1/explain", [&ctx](const httplib::Request& req, httplib::Response& res) { handle_explain(ctx, req, res); });
+  http.Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) { handle_health(ctx, res); });
+  http.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
+    res.set_content(ctx.metrics.prometheus(ctx.batcher.queued_sentences(), ctx.batcher.capacity()),
+                    "text/plain; version=0.0.4; charset=utf-8");
+  });
+  for (const Route& r : all_routes())
+    if (r.method == "GET" && r.path != "/health" && r.path != "/metrics") http.Get(regex_escape(r.path), handle_static);
+  for (const Route& r : all_routes()) add_method_not_allowed(http, r.path, r.method);
+}
+
+}  // namespace attn::serve

@@ -1,0 +1,213 @@
+// `attn serve` as a process (SIGTERM while requests are in flight: they are
+// answered, new connections are refused, the exit status is 0) and slow
+// clients (a connection that stalls is closed after --timeout-s).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <future>
+#include <nlohmann/json.hpp>
+
+#include "attn/data/toy_tasks.h"
+#include "attn/decode/explain.h"
+#include "attn/decode/translator.h"
+#include "serve_test_util.h"
+
+namespace attn::testing {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// A TCP connection to 127.0.0.1:port, or -1 (errno says why).
+int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    const int e = errno;
+    ::close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+// Everything the peer sends until it closes the connection.
+std::string read_until_closed(int fd) {
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, size_t(n));
+  return out;
+}
+
+// `attn serve` as a child process with its stderr on a pipe.
+struct ServeProcess {
+  explicit ServeProcess(const std::vector<std::string>& args) {
+    int p[2];
+    if (::pipe(p) != 0) throw std::runtime_error("pipe");
+    pid = ::fork();
+    if (pid == 0) {
+      ::dup2(p[1], 2);
+      ::close(p[0]);
+      ::close(p[1]);
+      std::vector<std::string> all = {std::string(ATTN_BINARY_DIR) + "/attn", "serve"};
+      all.insert(all.end(), args.begin(), args.end());
+      std::vector<char*> argv;
+      for (auto& a : all) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(p[1]);
+    err = ::fdopen(p[0], "r");
+  }
+  ~ServeProcess() {
+    if (pid > 0 && ::waitpid(pid, nullptr, WNOHANG) == 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    if (err) std::fclose(err);
+  }
+  // The next line of the child's stderr ("" at its end).
+  std::string line() {
+    char buf[1024];
+    return std::fgets(buf, sizeof buf, err) ? std::string(buf) : std::string();
+  }
+  // The exit status within `timeout_s`, or -1.
+  int wait_exit(double timeout_s) {
+    const auto t0 = Clock::now();
+    while (seconds_since(t0) < timeout_s) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+  pid_t pid = -1;
+  FILE* err = nullptr;
+};
+
+TEST(ServeProcess, SigtermAnswersInFlightRequestsThenExitsZero) {
+  // batches wait up to 3 s for more sentences: the requests below are in
+  // flight (queued) when SIGTERM arrives, and still unanswered 0.1 s after it
+  ServeProcess p({"-m", serve_toy_run(), "--port", "0", "--max-batch", "64", "--max-wait-ms", "3000", "--threads",
+                  "1", "--timeout-s", "2"});
+  const std::string first = p.line();
+  const std::string prefix = "attn serve: listening on http://127.0.0.1:";
+  ASSERT_EQ(first.rfind(prefix, 0), 0u) << first;
+  const int port = std::stoi(first.substr(prefix.size()));
+  const data::ParallelCorpus toy = data::reversal_corpus(8, 41);
+  // what the model says for them, decoded here in one batch as the server will
+  const auto& m = serve_toy_model();
+  decode::TranslateOptions to;
+  to.search.beam = 1;
+  const std::vector<decode::Translation> want = decode::translate_lines(*m.model, *m.src_vocab, *m.tgt_vocab, toy.src, to);
+  std::vector<std::future<std::pair<int, std::string>>> inflight;
+  for (size_t i = 0; i < toy.src.size(); ++i)
+    inflight.push_back(std::async(std::launch::async, [&, i] {
+      httplib::Client c("127.0.0.1", port);
+      c.set_read_timeout(30, 0);
+      auto r = c.Post("/v1/translate", json{{"text", toy.src[i]}, {"beam", 1}}.dump(), "application/json");
+      return r ? std::make_pair(r->status, r->body) : std::make_pair(-1, std::string());
+    }));
+  {
+    httplib::Client c("127.0.0.1", port);
+    const auto t0 = Clock::now();
+    while (seconds_since(t0) < 10 && json::parse(c.Get("/health")->body)["queue_sentences"] != 8)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    ASSERT_EQ(json::parse(c.Get("/health")->body)["queue_sentences"], 8);
+  }  // (closes its keep-alive connection)
+  ASSERT_EQ(::kill(p.pid, SIGTERM), 0);
+  const auto killed = Clock::now();
+  // new connections are refused at once, while the queued requests are still unanswered
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(connect_to(port), -1);
+  EXPECT_EQ(errno, ECONNREFUSED);
+  for (auto& f : inflight) EXPECT_EQ(f.wait_for(std::chrono::seconds(0)), std::future_status::timeout);
+  for (size_t i = 0; i < inflight.size(); ++i) {
+    auto [status, body] = inflight[i].get();
+    EXPECT_EQ(status, 200) << i << ": " << body;
+    if (status == 200) EXPECT_EQ(json::parse(body)["translation"], want[i].hypotheses[0].text) << i;
+  }
+  std::printf("in-flight requests answered %.3f s after SIGTERM\n", seconds_since(killed));
+  EXPECT_EQ(p.wait_exit(30), 0);
+  std::string rest;
+  for (std::string l; !(l = p.line()).empty();) rest += l;
+  EXPECT_NE(rest.find("SIGTERM"), std::string::npos) << rest;
+  EXPECT_NE(rest.find("stopped"), std::string::npos) << rest;
+  EXPECT_EQ(connect_to(port), -1);
+}
+
+// A client that stops sending in the middle of its body, and one that sends
+// nothing, are disconnected after --timeout-s (1 s); others are served meanwhile.
+// The `attn serve` command's POST /v1/explain is decode::explain_text's answer
+// (what `attn explain --format json` prints), words merged when asked.
+TEST(ServeProcess, ExplainRouteIsAttnExplain) {
+  ServeProcess p({"-m", serve_toy_run(), "--port", "0", "--threads", "1"});
+  const std::string first = p.line();
+  const std::string prefix = "attn serve: listening on http://127.0.0.1:";
+  ASSERT_EQ(first.rfind(prefix, 0), 0u) << first;
+  httplib::Client c("127.0.0.1", std::stoi(first.substr(prefix.size())));
+  c.set_read_timeout(30, 0);
+  const std::string text = data::reversal_corpus(1, 43).src[0];
+  for (const bool words : {false, true}) {
+    auto r = c.Post("/v1/explain", json{{"text", text}, {"beam", 2}, {"top_k", 3}, {"words", words}}.dump(),
+                    "application/json");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    decode::ExplainOptions eo;
+    eo.beam = 2, eo.top_k = 3, eo.words = words;
+    EXPECT_EQ(json::parse(r->body), decode::explain_text(serve_toy_model(), text, eo)) << "words " << words;
+  }
+  ::kill(p.pid, SIGTERM);
+  EXPECT_EQ(p.wait_exit(30), 0);
+}
+
+TEST(ServeProcess, SlowClientsTimeOut) {
+  serve::ServerOptions o;
+  o.threads = 1;
+  o.timeout_s = 1;
+  LiveServer s(serve_toy_model(), o);
+  const int stalled_body = connect_to(s.port), silent = connect_to(s.port);
+  ASSERT_GE(stalled_body, 0);
+  ASSERT_GE(silent, 0);
+  const std::string partial =
+      "POST /v1/translate HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 40\r\n\r\n{\"text\"";
+  ASSERT_EQ(::send(stalled_body, partial.data(), partial.size(), 0), ssize_t(partial.size()));
+  const auto t0 = Clock::now();
+  auto silent_done = std::async(std::launch::async, [&] {
+    read_until_closed(silent);
+    return seconds_since(t0);
+  });
+  auto c = s.client();
+  auto h = c->Get("/health");  // served while the two stall
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  EXPECT_LT(seconds_since(t0), 0.9);
+  const std::string answer = read_until_closed(stalled_body);
+  const double stalled_s = seconds_since(t0);
+  EXPECT_GE(stalled_s, 0.9);
+  EXPECT_LT(stalled_s, 4.0);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 400", 0), 0u) << answer;  // the body never came
+  const double silent_s = silent_done.get();
+  EXPECT_GE(silent_s, 0.9);
+  EXPECT_LT(silent_s, 4.0);
+  ::close(stalled_body);
+  ::close(silent);
+}
+
+}  // namespace
+}  // namespace attn::testing
