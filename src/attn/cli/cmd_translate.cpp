@@ -30,15 +30,62 @@
 
 namespace attn::cli {
 
+namespace {
+
+struct Opts {
+  std::string model, weights, input, output, alignments, alignments_out;
+  std::string heatmaps, heatmap_format = "png", heatmap_colors = "grey";
+  int beam = 5, nbest = 1, threads = 0;
+  double length_penalty = 1.0, max_len_ratio = 2.0;
+  int64_t batch = 64, chunk = 2000;
+};
+
+// The output line(s) of translation `t` of input line `id` (0-based): its
+// n-best, with alignments inline or to align_file.
+void write_translation(const Opts& o, const decode::Translation& t, size_t id, std::ostream& out,
+                       std::ofstream& align_file, bool inline_align) {
+  const size_t shown = o.nbest > 1 ? size_t(o.nbest) : 1;
+  for (size_t k = 0; k < shown; ++k) {
+    const decode::TranslatedHypothesis* h = k < t.hypotheses.size() ? &t.hypotheses[k] : nullptr;
+    if (!h && k > 0) break;  // empty line: one (empty) entry
+    const std::string text = h ? h->text : "";
+    std::string align;
+    if (h && o.alignments == "hard")
+      align = decode::format_alignment(
+          decode::hard_alignment(h->attention, int64_t(t.src_pieces.size()), t.src_pieces, h->pieces));
+    std::string soft;
+    if (o.alignments == "soft") {
+      soft = h ? decode::soft_alignment_json(h->attention, int64_t(t.src_pieces.size()), t.src_pieces, h->pieces,
+                                             h->finished)
+               : std::string(R"({"src":[],"tgt":[],"weights":[]})");
+    }
+    std::string line;
+    if (o.nbest > 1) {
+      char score[32];
+      std::snprintf(score, sizeof score, "%.6f", h ? h->score : 0.0);
+      line = std::to_string(id) + " ||| " + text + " ||| " + score;
+    } else {
+      line = text;
+    }
+    if (inline_align && o.alignments == "hard" && h) line += " ||| " + align;
+    if (inline_align && o.alignments == "soft" && h) {
+      nlohmann::ordered_json j = nlohmann::ordered_json::parse(soft);
+      nlohmann::ordered_json w;
+      if (o.nbest > 1) w["id"] = id;
+      w["translation"] = text;
+      w["score"] = h->score;
+      for (auto it = j.begin(); it != j.end(); ++it) w[it.key()] = it.value();
+      line = w.dump();
+    }
+    out << line << "\n";
+    if (align_file.is_open()) align_file << (o.alignments == "hard" ? align : soft) << "\n";
+  }
+}
+
+}  // namespace
+
 void add_translate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("translate", "translate text with a trained model (stdin -> stdout, or files)");
-  struct Opts {
-    std::string model, weights, input, output, alignments, alignments_out;
-    std::string heatmaps, heatmap_format = "png", heatmap_colors = "grey";
-    int beam = 5, nbest = 1, threads = 0;
-    double length_penalty = 1.0, max_len_ratio = 2.0;
-    int64_t batch = 64, chunk = 2000;
-  };
   auto o = std::make_shared<Opts>();
   cmd->add_option("-m,--model", o->model, "run directory written by `attn train`")->required();
   cmd->add_option("--weights", o->weights, "weights file instead of DIR/model.safetensors (e.g. DIR/checkpoint/model.safetensors)");
@@ -97,42 +144,7 @@ void add_translate_command(CLI::App& app) {
         viz::Heatmap heatmap;
         if (!o->heatmaps.empty() && translation_heatmap(t, heatmap))
           viz::write_heatmap(heatmap_path(o->heatmaps, start + i + 1, o->heatmap_format), heatmap, heatmap_style);
-        const size_t shown = o->nbest > 1 ? size_t(o->nbest) : 1;
-        for (size_t k = 0; k < shown; ++k) {
-          const decode::TranslatedHypothesis* h = k < t.hypotheses.size() ? &t.hypotheses[k] : nullptr;
-          if (!h && k > 0) break;  // empty line: one (empty) entry
-          const std::string text = h ? h->text : "";
-          std::string align;
-          if (h && o->alignments == "hard")
-            align = decode::format_alignment(
-                decode::hard_alignment(h->attention, int64_t(t.src_pieces.size()), t.src_pieces, h->pieces));
-          std::string soft;
-          if (o->alignments == "soft") {
-            soft = h ? decode::soft_alignment_json(h->attention, int64_t(t.src_pieces.size()), t.src_pieces, h->pieces,
-                                                   h->finished)
-                     : std::string(R"({"src":[],"tgt":[],"weights":[]})");
-          }
-          std::string line;
-          if (o->nbest > 1) {
-            char score[32];
-            std::snprintf(score, sizeof score, "%.6f", h ? h->score : 0.0);
-            line = std::to_string(start + i) + " ||| " + text + " ||| " + score;
-          } else {
-            line = text;
-          }
-          if (inline_align && o->alignments == "hard" && h) line += " ||| " + align;
-          if (inline_align && o->alignments == "soft" && h) {
-            nlohmann::ordered_json j = nlohmann::ordered_json::parse(soft);
-            nlohmann::ordered_json w;
-            if (o->nbest > 1) w["id"] = start + i;
-            w["translation"] = text;
-            w["score"] = h->score;
-            for (auto it = j.begin(); it != j.end(); ++it) w[it.key()] = it.value();
-            line = w.dump();
-          }
-          out << line << "\n";
-          if (align_file.is_open()) align_file << (o->alignments == "hard" ? align : soft) << "\n";
-        }
+        write_translation(*o, t, start + i, out, align_file, inline_align);
       }
       out.flush();
     }
