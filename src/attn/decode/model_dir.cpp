@@ -22,6 +22,14 @@ TranslationModel load_translation_model(const std::string& dir, const std::strin
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(path + ": " + e.what());
   }
+  // The config must not claim more weights than the file holds: checked before
+  // the model is allocated from it (a lying config would allocate gigabytes).
+  int64_t in_file = 0;
+  for (const auto& [name, t] : file.tensors) in_file += t.numel();  // bounded by the file's size
+  if (models::min_parameter_count(c) > in_file)
+    throw std::runtime_error(path + ": the model config implies at least " +
+                             std::to_string(models::min_parameter_count(c)) + " weights, the file holds " +
+                             std::to_string(in_file));
   TranslationModel tm;
   tm.src_vocab = std::make_unique<data::SubwordVocab>(data::SubwordVocab::load(dir + "/vocab.src.model"));
   tm.tgt_vocab = std::make_unique<data::SubwordVocab>(data::SubwordVocab::load(dir + "/vocab.tgt.model"));

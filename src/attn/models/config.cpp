@@ -38,6 +38,16 @@ const char* name(CellType t) { return lookup(kCells, t); }
 const char* name(LuongScore s) { return lookup(kScores, s); }
 const char* name(LuongWindow w) { return lookup(kWindows, w); }
 
+int64_t min_parameter_count(const ModelConfig& c) {
+  const int64_t gates = c.cell == CellType::Lstm ? 4 : 3;
+  const int64_t directions = c.bidirectional ? 2 : 1;
+  int64_t n = c.src_vocab * c.embed;                                          // source embedding
+  if (c.tied_embeddings != TiedEmbeddings::All) n += c.tgt_vocab * c.embed;  // target embedding
+  n += directions * gates * c.encoder_hidden * c.embed;                       // encoder layer 0 input weights
+  n += gates * c.decoder_hidden * c.decoder_hidden;                           // decoder recurrent weights
+  return n;
+}
+
 void validate(const ModelConfig& c) {
   require(c.src_vocab > 4, "src_vocab " + std::to_string(c.src_vocab) + " must be > 4 (4 special ids)");
   require(c.tgt_vocab > 4, "tgt_vocab " + std::to_string(c.tgt_vocab) + " must be > 4 (4 special ids)");
@@ -45,6 +55,16 @@ void validate(const ModelConfig& c) {
                       {"encoder_layers", c.encoder_layers}, {"decoder_hidden", c.decoder_hidden},
                       {"decoder_layers", c.decoder_layers}, {"attention", c.attention}, {"readout", c.readout}})
     require(v > 0, std::string(n) + " = " + std::to_string(v) + " must be > 0");
+  // Upper bounds so that a lying config is refused before the model is allocated
+  // (their products below stay far from int64 overflow).
+  require(c.src_vocab <= kMaxVocab && c.tgt_vocab <= kMaxVocab,
+          "vocabulary size above the limit of " + std::to_string(kMaxVocab));
+  for (auto [n, v] : {std::pair<const char*, int64_t>{"embed", c.embed}, {"encoder_hidden", c.encoder_hidden},
+                      {"decoder_hidden", c.decoder_hidden}, {"attention", c.attention}, {"readout", c.readout},
+                      {"window_half_width", c.window_half_width}})
+    require(v <= kMaxWidth, std::string(n) + " = " + std::to_string(v) + " above the limit of " + std::to_string(kMaxWidth));
+  require(c.encoder_layers <= kMaxLayers && c.decoder_layers <= kMaxLayers,
+          "layers above the limit of " + std::to_string(kMaxLayers));
   require(c.dropout >= 0 && c.dropout < 1, "dropout " + std::to_string(c.dropout) + " outside [0, 1)");
   require(c.window_half_width >= 0, "window_half_width must be >= 0");
   const int64_t smaller_vocab = std::min(c.src_vocab, c.tgt_vocab);

@@ -58,7 +58,18 @@ struct ModelConfig {
 
 // Throws std::invalid_argument naming the field when a value is out of range
 // or a combination is not supported (e.g. tied embeddings with readout != embed).
+// Also bounds every size (kMaxVocab, kMaxWidth, kMaxLayers) so that a lying
+// config is refused before anything is allocated from it.
 void validate(const ModelConfig& c);
+constexpr int64_t kMaxVocab = int64_t(1) << 22;
+constexpr int64_t kMaxWidth = int64_t(1) << 15;
+constexpr int64_t kMaxLayers = 64;
+
+// A lower bound on the parameter count a validated config implies (the
+// embeddings, the first encoder layer's input weights, the decoder's
+// recurrent weights), computed without allocating: a loader compares it with
+// the file's element count and refuses a config claiming more than the file holds.
+int64_t min_parameter_count(const ModelConfig& c);
 
 // JSON object text <-> config. from_json checks types and rejects unknown keys
 // naming them ("<path>.<key>: unknown key"); it does not validate() (the

@@ -1,6 +1,7 @@
 // Parameters loaded by name from a safetensors file (see load_params.h).
 #include "attn/nn/load_params.h"
 
+#include <cmath>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -23,6 +24,16 @@ void check_params(const SafetensorsFile& file, const NamedTensors& params) {
     else if (it->second->shape() != p.shape())
       problems.push_back("tensor '" + name + "': expected shape " + p.shape().str() + ", found " +
                          it->second->shape().str());
+  }
+  for (const auto& [name, t] : file.tensors) {
+    // NaN/Inf weights would decode to empty lines with exit 0: refuse them here.
+    const float* v = t.data();
+    for (int64_t i = 0, n = t.numel(); i < n; ++i)
+      if (!std::isfinite(v[i])) {
+        problems.push_back("tensor '" + name + "' holds a non-finite value (" + std::to_string(v[i]) +
+                           ") at element " + std::to_string(i));
+        break;
+      }
   }
   for (const auto& [name, t] : file.tensors)
     if (!expected.count(name))

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <bit>
 #include <cstring>
 #include <fstream>
@@ -15,6 +16,23 @@ namespace attn {
 namespace {
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw std::runtime_error(path + ": " + what);
+}
+
+// Limits on what a file may claim, checked before anything is allocated from
+// it: a hostile header must not make us allocate or loop without bound.
+constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // the reference readers' limit
+constexpr size_t kMaxTensors = 100000;
+
+// The byte size of an F32 tensor of `shape`, or an error naming the tensor
+// when the element count times 4 does not fit in 64 bits (it would wrap).
+uint64_t checked_f32_bytes(const std::string& path, const std::string& name, const Shape& shape) {
+  uint64_t n = 1;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, uint64_t(d), &n))
+      fail(path, "tensor '" + name + "': shape " + shape.str() + " has more elements than fit in 64 bits");
+  if (n > uint64_t(INT64_MAX) || __builtin_mul_overflow(n, uint64_t(4), &n))
+    fail(path, "tensor '" + name + "': shape " + shape.str() + " is too large (its byte size overflows)");
+  return n;
 }
 
 void write_all(int fd, const char* p, size_t n, const std::string& path) {
@@ -86,6 +104,9 @@ SafetensorsFile load_safetensors(const std::string& path) {
   if (file_size < 8) fail(path, "truncated: " + std::to_string(file_size) + " bytes, less than the 8-byte header length");
   uint64_t hn = 0;
   in.read(reinterpret_cast<char*>(&hn), 8);
+  if (hn > kMaxHeaderBytes)
+    fail(path, "corrupt: header length " + std::to_string(hn) + " exceeds the limit of " +
+                   std::to_string(kMaxHeaderBytes) + " bytes");
   if (hn > file_size - 8)
     fail(path, "truncated or corrupt: header length " + std::to_string(hn) + " exceeds the file (" +
                    std::to_string(file_size) + " bytes)");
@@ -98,6 +119,8 @@ SafetensorsFile load_safetensors(const std::string& path) {
     fail(path, std::string("corrupt header (not JSON): ") + e.what());
   }
   if (!header.is_object()) fail(path, "corrupt header: not a JSON object");
+  if (header.size() > kMaxTensors)
+    fail(path, "corrupt: " + std::to_string(header.size()) + " header entries, the limit is " + std::to_string(kMaxTensors));
   uint64_t data_size = file_size - 8 - hn;
   SafetensorsFile f;
   f.path = path;
@@ -124,6 +147,10 @@ SafetensorsFile load_safetensors(const std::string& path) {
     Entry en;
     en.name = name;
     try {
+      if (!e["shape"].is_array()) fail(path, "tensor '" + name + "': shape is not an array");
+      if (e["shape"].size() > size_t(kMaxRank))
+        fail(path, "tensor '" + name + "': rank " + std::to_string(e["shape"].size()) + " exceeds the limit of " +
+                       std::to_string(kMaxRank));
       for (const auto& d : e["shape"]) en.shape.push_back(d.get<int64_t>());
       const auto& off = e["data_offsets"];
       if (off.size() != 2) fail(path, "tensor '" + name + "': data_offsets must have 2 entries");
@@ -134,7 +161,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
     } catch (const std::invalid_argument& ex) {
       fail(path, "tensor '" + name + "': " + ex.what());
     }
-    if (en.end < en.begin || en.end - en.begin != uint64_t(en.shape.numel()) * 4)
+    if (en.end < en.begin || en.end - en.begin != checked_f32_bytes(path, name, en.shape))
       fail(path, "tensor '" + name + "': byte range [" + std::to_string(en.begin) + ", " + std::to_string(en.end) +
                      ") does not hold shape " + en.shape.str() + " of F32");
     if (en.end > data_size)
