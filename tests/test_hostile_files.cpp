@@ -13,6 +13,7 @@
 #include "attn/models/config.h"
 #include "attn/nn/load_params.h"
 #include "attn/tensor/safetensors.h"
+#include "attn/train/mt_config.h"
 #include "train_test_util.h"
 
 namespace attn {
@@ -131,6 +132,31 @@ TEST(HostileFiles, LyingModelConfigIsRefusedBeforeAllocating) {
   EXPECT_NE(err.find("vocabulary size above the limit"), std::string::npos) << err;
   err = lying_model_error(tmp.path, 100, int64_t(1) << 20);
   EXPECT_NE(err.find("embed = 1048576 above the limit"), std::string::npos) << err;
+}
+
+// The error parse_train_config gives for `yaml`, or "" when it parses.
+std::string config_error(const std::string& yaml) {
+  try {
+    train::parse_train_config(yaml, {}, "run.yaml");
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const char* kData = "data:\n  train_src: a\n  train_tgt: b\n  valid_src: c\n  valid_tgt: d\n";
+
+TEST(HostileConfigs, DuplicateKeyOrSectionIsRefusedWithItsLine) {
+  std::string err = config_error(std::string(kData) + "vocab:\n  size: 80\n  size: 90\n");
+  EXPECT_NE(err.find("run.yaml: line 8: duplicate key 'size'"), std::string::npos) << err;
+  err = config_error(std::string(kData) + "vocab:\n  size: 80\nvocab:\n  size: 90\n");
+  EXPECT_NE(err.find("run.yaml: line 8: duplicate key 'vocab'"), std::string::npos) << err;
+  EXPECT_EQ(config_error(std::string(kData) + "vocab:\n  size: 80\ntrain:\n  out_dir: o\n"), "");
+}
+
+TEST(HostileConfigs, VocabSizeThatWouldWrapIsRefused) {
+  std::string err = config_error(std::string(kData) + "vocab:\n  size: 4294967301\n");
+  EXPECT_NE(err.find("vocab.size 4294967301 above the limit"), std::string::npos) << err;
 }
 
 }  // namespace

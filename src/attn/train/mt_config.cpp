@@ -15,6 +15,8 @@ namespace {
 
 using nlohmann::json;
 
+constexpr int64_t kMaxVocabSize = models::kMaxVocab;
+
 // A YAML scalar as JSON: quoted -> string; else null, bool, integer, float, or string.
 json scalar_to_json(const YAML::Node& n) {
   const std::string& s = n.Scalar();
@@ -43,7 +45,14 @@ json yaml_to_json(const YAML::Node& n) {
     }
     case YAML::NodeType::Map: {
       json o = json::object();
-      for (const auto& kv : n) o[kv.first.as<std::string>()] = yaml_to_json(kv.second);
+      for (const auto& kv : n) {
+        const std::string key = kv.first.as<std::string>();
+        // yaml-cpp keeps every duplicate; the last one winning silently would hide a typo'd section.
+        if (o.contains(key))
+          throw std::invalid_argument("line " + std::to_string(kv.first.Mark().line + 1) + ": duplicate key '" + key +
+                                      "'");
+        o[key] = yaml_to_json(kv.second);
+      }
       return o;
     }
   }
@@ -117,7 +126,11 @@ VocabConfig read_vocab(const json& j) {
   config::ObjectReader r(j, "vocab");
   VocabConfig v;
   v.joint = r.get_bool("joint", v.joint);
-  v.size = int(r.get_int("size", v.size));
+  const int64_t size = r.get_int("size", v.size);
+  if (size > kMaxVocabSize)  // checked before narrowing: 4294967301 must not wrap to 5
+    throw std::invalid_argument("vocab.size " + std::to_string(size) + " above the limit of " +
+                                std::to_string(kMaxVocabSize));
+  v.size = int(size);
   v.type = r.get_enum<std::string>("type", v.type, {{"unigram", "unigram"}, {"bpe", "bpe"}});
   v.character_coverage = r.get_double("character_coverage", v.character_coverage);
   v.src_model = r.get_string("src_model", v.src_model);
@@ -183,6 +196,8 @@ TrainConfig parse_train_config(const std::string& yaml_text, const std::vector<s
     root = yaml_to_json(YAML::Load(yaml_text));
   } catch (const YAML::Exception& e) {
     throw std::invalid_argument(origin + ": not valid YAML: " + e.what());
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(origin + ": " + e.what());
   }
   if (root.is_null()) root = json::object();
   try {
