@@ -104,12 +104,12 @@ SafetensorsFile load_safetensors(const std::string& path) {
   if (file_size < 8) fail(path, "truncated: " + std::to_string(file_size) + " bytes, less than the 8-byte header length");
   uint64_t hn = 0;
   in.read(reinterpret_cast<char*>(&hn), 8);
-  if (hn > kMaxHeaderBytes)
-    fail(path, "corrupt: header length " + std::to_string(hn) + " exceeds the limit of " +
-                   std::to_string(kMaxHeaderBytes) + " bytes");
   if (hn > file_size - 8)
     fail(path, "truncated or corrupt: header length " + std::to_string(hn) + " exceeds the file (" +
                    std::to_string(file_size) + " bytes)");
+  if (hn > kMaxHeaderBytes)
+    fail(path, "corrupt: header length " + std::to_string(hn) + " exceeds the limit of " +
+                   std::to_string(kMaxHeaderBytes) + " bytes");
   std::string h(hn, '\0');
   in.read(h.data(), std::streamsize(hn));
   nlohmann::json header;
