@@ -19,6 +19,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "attn/cli/checked_output.h"
 #include "attn/cli/commands.h"
 #include "attn/cli/heatmaps.h"
 #include "attn/data/line_reader.h"
@@ -148,6 +149,8 @@ void add_translate_command(CLI::App& app) {
       }
       out.flush();
     }
+    close_checked(out_file, o->output);
+    close_checked(align_file, o->alignments_out);
   });
 }
 

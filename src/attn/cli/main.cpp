@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "attn/cli/checked_output.h"
 #include "attn/cli/commands.h"
 #include "attn/cpu/blas.h"
 #include "attn/cpu/isa.h"
@@ -55,5 +56,5 @@ int main(int argc, char** argv) {
     std::cerr << "attn: " << e.what() << "\n";
     return 1;
   }
-  return 0;
+  return attn::cli::stdout_written() ? 0 : 1;
 }
