@@ -4,7 +4,11 @@
 // checkpoint loadable, its leftovers are cleaned, a run resumes from it bit for
 // bit; and a run directory is locked against a second writer.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
 
 #include <filesystem>
 
@@ -81,24 +85,32 @@ TEST(CheckpointSlot, SaveStoppedAtEachStageLeavesNewestCompleteCheckpoint) {
   }
 }
 
-// A save failing while it writes (here: save_checkpoint throws on a bad
-// trainer state, after the temporary directory exists) leaves the previous
-// checkpoint as it was, no temporary directory, and says so.
+// A save failing while it writes (in a child process whose file size limit,
+// RLIMIT_FSIZE, makes the model file's write fail with EFBIG as a full disk
+// would) leaves the previous checkpoint as it was, no temporary directory,
+// and says so.
 TEST(CheckpointSlot, FailedWriteKeepsPreviousCheckpoint) {
   TempDir tmp("ckpt_slot_fail");
   const std::string dir = tmp.path + "/checkpoint";
   TinyNet a(5, 4, 3, 1), b(5, 4, 3, 2), loaded(5, 4, 3, 3);
   save(dir, a, 1);
-  train::CheckpointSave cs;
-  cs.model = &b;
-  cs.config_json = kConfig;
-  cs.trainer.extra_json = "{not json";
-  try {
-    train::save_checkpoint_slot(dir, cs);
-    ADD_FAILURE() << "the save should fail";
-  } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("previous one is intact"), std::string::npos) << e.what();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails with EFBIG instead of killing
+    rlimit lim{64, 64};
+    ::setrlimit(RLIMIT_FSIZE, &lim);
+    // exit 2: failed and said the previous checkpoint is intact; 3: failed otherwise; 0: saved
+    try {
+      save(dir, b, 2);
+    } catch (const std::exception& e) {
+      ::_exit(std::string(e.what()).find("the previous one is intact") != std::string::npos ? 2 : 3);
+    }
+    ::_exit(0);
   }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2) << "0: the save did not fail; 3: its message does not say the previous one is intact";
   EXPECT_EQ(train::load_checkpoint(dir, {&loaded, nullptr}).trainer.step, 1);
   EXPECT_TRUE(params_bit_equal(loaded, a));
   EXPECT_TRUE(train::clean_checkpoint_slot(dir).empty()) << "nothing left behind";
