@@ -64,7 +64,7 @@ INTRO
 say "1/4 Training (config $CONFIG, run directory $RUN)"
 if [ -f "$RUN/model.safetensors" ] && tail -n 1 "$RUN/log.jsonl" 2>/dev/null | grep -q '"type":"finished"'; then
   echo "$RUN holds a finished run: reusing its model (delete $RUN to train a new one)."
-elif [ -f "$RUN/checkpoint/trainer_state.json" ]; then
+elif [ -f "$RUN/checkpoint/trainer_state.json" ] || [ -f "$RUN/checkpoint.prev/trainer_state.json" ]; then  # .prev: a save was killed
   echo "$RUN holds an interrupted run: continuing it from its last checkpoint."
   run "$ATTN" train -c "$CONFIG" ${SETS[@]+"${SETS[@]}"} --resume
 else

@@ -6,12 +6,20 @@
 
 namespace attn::cli {
 namespace {
+// The signals that ask a run to checkpoint and stop: Ctrl-C, `kill`, container
+// stops (SIGTERM) and a closed terminal (SIGHUP).
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 std::atomic<bool> g_stop{false};
-extern "C" void on_sigint(int) { g_stop.store(true); }
+volatile std::sig_atomic_t g_signal = 0;
+extern "C" void on_stop_signal(int sig) {
+  g_signal = sig;
+  g_stop.store(true);
+}
 }  // namespace
 
 void add_train_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("train", "train a translation model from a YAML config (Ctrl-C checkpoints and stops)");
+  auto* cmd = app.add_subcommand(
+      "train", "train a translation model from a YAML config (Ctrl-C, SIGTERM or SIGHUP checkpoints and stops)");
   struct Opts {
     std::string config;
     std::vector<std::string> sets;
@@ -29,12 +37,13 @@ void add_train_command(CLI::App& app) {
     run.resume = o->resume;
     run.stop_after_steps = o->stop_after;
     run.stop = &g_stop;
-    std::signal(SIGINT, on_sigint);
+    for (int sig : kStopSignals) std::signal(sig, on_stop_signal);
     const train::TrainSummary sum = train::train_translation(cfg, run);
-    std::signal(SIGINT, SIG_DFL);
+    for (int sig : kStopSignals) std::signal(sig, SIG_DFL);
     // Not 0: a script running `attn train` then decoding (scripts/quickstart.sh)
-    // must not carry on as if training had finished. 130 is the shell's code for Ctrl-C.
-    if (!sum.completed && g_stop.load()) throw CLI::RuntimeError(130);
+    // must not carry on as if training had finished. 128 + the signal number,
+    // as the shell reports a process killed by it (130 for Ctrl-C, 143 for SIGTERM).
+    if (!sum.completed && g_stop.load()) throw CLI::RuntimeError(128 + int(g_signal));
   });
 }
 

@@ -25,8 +25,9 @@
 // halfway leaves new files beside old ones. trainer_state.json is written last
 // and every save stamps all files with a fresh checkpoint id, so
 // load_checkpoint detects such a mixed directory and refuses it (naming both
-// ids) instead of resuming from inconsistent state; keep the previous
-// checkpoint in another directory to fall back on.
+// ids) instead of resuming from inconsistent state. The trainer never writes
+// into a live checkpoint: it saves a new directory and swaps it in whole
+// (checkpoint_slot.h), keeping the previous one until the new one is complete.
 #pragma once
 #include <cstdint>
 #include <optional>

@@ -160,6 +160,7 @@ TrainOptions read_train(const json& j) {
   t.max_minutes = r.get_double("max_minutes", t.max_minutes);
   t.valid_every = r.get_int("valid_every", t.valid_every);
   t.log_every = r.get_int("log_every", t.log_every);
+  t.checkpoint_minutes = r.get_double("checkpoint_minutes", t.checkpoint_minutes);
   t.metric = r.get_enum<std::string>("metric", t.metric, {{"bleu", "bleu"}, {"perplexity", "perplexity"}});
   t.lr_decay = r.get_double("lr_decay", t.lr_decay);
   t.lr_patience = r.get_int("lr_patience", t.lr_patience);
@@ -181,6 +182,7 @@ TrainOptions read_train(const json& j) {
   need(t.max_epochs > 0 || t.max_steps > 0 || t.max_minutes > 0,
        "max_epochs, max_steps and max_minutes are all 0: the run would never end");
   need(t.valid_every >= 0 && t.log_every > 0, "valid_every must be >= 0 and log_every > 0");
+  need(t.checkpoint_minutes >= 0, "checkpoint_minutes must be >= 0");
   need(t.lr_decay > 0 && t.lr_decay <= 1, "lr_decay must be in (0, 1]");
   need(t.lr_patience >= 0 && t.early_stop >= 0, "lr_patience and early_stop must be >= 0");
   need(t.valid_beam >= 1 && t.valid_batch_sentences >= 1, "valid_beam and valid_batch_sentences must be >= 1");
@@ -259,6 +261,7 @@ std::string to_json(const TrainConfig& c) {
                 {"max_minutes", t.max_minutes},
                 {"valid_every", t.valid_every},
                 {"log_every", t.log_every},
+                {"checkpoint_minutes", t.checkpoint_minutes},
                 {"metric", t.metric},
                 {"lr_decay", t.lr_decay},
                 {"lr_patience", t.lr_patience},

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <stdexcept>
 
 #include "attn/autograd/node.h"
@@ -12,7 +13,9 @@
 #include "attn/tensor/threading.h"
 #include "attn/train/clip_grad.h"
 #include "attn/train/optim.h"
+#include "attn/train/checkpoint_slot.h"
 #include "attn/train/run_data.h"
+#include "attn/train/run_lock.h"
 #include "attn/train/seed.h"
 #include "attn/train/train_log.h"
 #include "attn/train/training_state.h"
@@ -32,12 +35,17 @@ struct Window {
   int64_t steps = 0;
 };
 
+// Removes what killed checkpoint saves left behind (saying so), then checks
+// that the directory holds a checkpoint exactly when resuming.
 void check_run_dir(const std::string& out, bool resume) {
-  const std::string state = out + "/checkpoint/trainer_state.json";
-  if (resume && !fs::exists(state)) throw std::runtime_error(out + ": nothing to resume (no checkpoint/trainer_state.json)");
-  if (!resume && fs::exists(state))
+  const std::string ckpt = out + "/checkpoint";
+  for (const auto& r : clean_checkpoint_slot(ckpt))
+    std::cerr << "attn train: removed " << r << ", left by a checkpoint save that was killed\n";
+  const bool has = resolve_checkpoint_slot(ckpt).has_value();
+  if (resume && !has)
+    throw std::runtime_error(out + ": nothing to resume (no complete checkpoint in checkpoint/ or checkpoint.prev/)");
+  if (!resume && has)
     throw std::runtime_error(out + ": holds a checkpoint already; pass --resume to continue it, or use another out_dir");
-  fs::create_directories(out);
 }
 
 // The config's model with the sizes and special ids of the run's vocabularies.
@@ -70,15 +78,18 @@ private:
   double step(const data::Seq2SeqBatch& b);  // one optimizer step; returns the batch's loss
   void log_progress(Window& w, int64_t per_epoch);
   bool validate();                           // true when early stopping triggers
-  void checkpoint() { state_.save(out_ + "/checkpoint", *model_, model_json_, adam_); }
+  void checkpoint();
   void print_header() const;
+  std::string newest_checkpoint();
   TrainSummary finish(const std::string& reason, double run_tokens, double run_seconds);
 
   const TrainConfig cfg_;
   const TrainOptions& t_;
   const RunOptions& run_;
+  RunLock lock_;  // held for the whole run, before anything in the directory is read or written
   const std::string out_;
   const Clock::time_point t0_ = Clock::now();  // wall time of this invocation
+  Clock::time_point last_checkpoint_ = Clock::now();
   TrainLog log_;
   RunData data_;
   data::Batcher batcher_;
@@ -104,6 +115,7 @@ TranslationRun::TranslationRun(const TrainConfig& config, const RunOptions& run)
     : cfg_(config),
       t_(cfg_.train),
       run_(run),
+      lock_(t_.out_dir),
       out_((check_run_dir(t_.out_dir, run.resume), set_num_threads(t_.threads), t_.out_dir)),
       log_(out_, run.resume, run.print),
       data_(prepare_run_data(cfg_, run.resume, [this](const std::string& s) { log_.message(s); })),
@@ -113,11 +125,21 @@ TranslationRun::TranslationRun(const TrainConfig& config, const RunOptions& run)
       model_json_(models::to_json(model_config_)),
       model_(build_model()),
       adam_(model_->named_parameters(), adam_options(t_)),
-      state_(run.resume ? TrainingState::restore(out_ + "/checkpoint", *model_, model_json_, adam_, t_)
+      state_(run.resume ? TrainingState::restore(newest_checkpoint(), *model_, model_json_, adam_, t_)
                         : TrainingState(t_)) {
   loss_options_.label_smoothing = float(t_.label_smoothing);
   if (!run.resume) std::ofstream(out_ + "/train_config.json") << to_json(cfg_) << "\n";
   print_header();
+}
+
+std::string TranslationRun::newest_checkpoint() {
+  // check_run_dir found one; the note says when it is checkpoint.prev
+  return *resolve_checkpoint_slot(out_ + "/checkpoint", [this](const std::string& s) { log_.message(s); });
+}
+
+void TranslationRun::checkpoint() {
+  state_.save(out_ + "/checkpoint", *model_, model_json_, adam_);
+  last_checkpoint_ = Clock::now();
 }
 
 std::unique_ptr<models::Seq2SeqModel> TranslationRun::build_model() const {
@@ -250,7 +272,7 @@ TrainSummary TranslationRun::train() {
     if (reason.empty() && ((run_.stop_after_steps > 0 && p.step - start_step >= run_.stop_after_steps) ||
                            (run_.stop && run_.stop->load())))
       reason = "interrupted";
-    else if (validating)
+    else if (validating || (t_.checkpoint_minutes > 0 && seconds_since(last_checkpoint_) >= 60 * t_.checkpoint_minutes))
       checkpoint();
   }
   return finish(reason, run_tokens, run_s);

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "attn/train/checkpoint_slot.h"
+
 namespace attn::train {
 
 void TrainingState::save(const std::string& dir, const nn::Module& model, const std::string& model_json,
@@ -13,7 +15,7 @@ void TrainingState::save(const std::string& dir, const nn::Module& model, const 
   cs.trainer = position;
   cs.trainer.best_valid_score = schedule.state().best_score;
   cs.trainer.extra_json = schedule.state().to_json();
-  save_checkpoint(dir, cs);
+  save_checkpoint_slot(dir, cs);
 }
 
 TrainingState TrainingState::restore(const std::string& dir, nn::Module& model, const std::string& model_json,

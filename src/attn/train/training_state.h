@@ -20,7 +20,7 @@ struct TrainingState {
   TrainerState position;  // step, epoch, data_position (best_valid_score mirrors the schedule's)
   Schedule schedule;
 
-  // Writes the checkpoint directory `dir` (each file atomic; see checkpoint.h).
+  // Replaces the checkpoint directory `dir` as a whole (checkpoint_slot.h).
   void save(const std::string& dir, const nn::Module& model, const std::string& model_json,
             const Optimizer& optimizer) const;
 
