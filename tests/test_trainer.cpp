@@ -140,10 +140,11 @@ TEST(Trainer, ResumeInAPlateauStopsWhereTheUninterruptedRunStops) {
   Corpus c;
   const std::string opts =
       "  max_steps: 400\n  max_epochs: 0\n  valid_every: 3\n  log_every: 50\n  threads: 2\n  metric: perplexity\n"
-      "  lr_patience: 1\n  lr_decay: 0.5\n  early_stop: 3\n";
+      "  lr_decay: 0.5\n  early_stop: 3\n";
   auto config = [&](const std::string& out) {
     // lr 0.05: noisy steps, so the perplexity stalls early
-    return train::parse_train_config(toy_config(c.dir.path, out, opts, "  dropout: 0.3\n"), {"train.lr=0.05"});
+    return train::parse_train_config(toy_config(c.dir.path, out, opts, "  dropout: 0.3\n"),
+                                     {"train.lr=0.05", "train.lr_patience=1"});  // toy_config has lr_patience 2
   };
   const Kind k{"rnnsearch", kToyRnnSearch};
   const std::string a = c.dir.path + "/a", b = c.dir.path + "/b";
