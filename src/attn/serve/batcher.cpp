@@ -142,8 +142,9 @@ void MicroBatcher::run_translate(const std::vector<std::shared_ptr<Job>>& batch)
     for (const auto& j : batch) j->translations.set_exception(std::current_exception());
     answers.clear();
   }
-  for (size_t i = 0; i < answers.size(); ++i) batch[i]->translations.set_value(std::move(answers[i]));
+  // recorded before the answers go out: a client that has its answer sees its batch in /metrics
   if (on_batch_) on_batch_(int64_t(texts.size()));
+  for (size_t i = 0; i < answers.size(); ++i) batch[i]->translations.set_value(std::move(answers[i]));
 }
 
 void MicroBatcher::run_explain(Job& job) {

@@ -58,7 +58,7 @@ struct BatcherOptions {
 
 class MicroBatcher {
 public:
-  // on_batch(sentences) is called on the worker thread after every decoded batch (metrics).
+  // on_batch(sentences) is called on the worker thread after every decoded batch, before its answers go out (metrics).
   MicroBatcher(BatcherOptions options, TranslateBatch translate, ExplainFunction explain,
                std::function<void(int64_t)> on_batch = {});
   ~MicroBatcher();  // stop()
