@@ -23,7 +23,7 @@ using namespace attn::testing;
 namespace {
 
 constexpr int kTensors = 4;
-constexpr int64_t kRows = 1024, kCols = 1024;  // 4 x 4 MiB = 16 MiB per version
+constexpr int64_t kRows = 512, kCols = 512;  // 4 x 1 MiB = 4 MiB per version
 
 // Version v: every element of tensor j holds v * kTensors + j (exact in F32
 // for v < 2^22), so a file mixing two versions, or half-written, cannot pass.
@@ -94,24 +94,43 @@ TEST(CheckpointKill, KilledWriterNeverLeavesPartialFile) {
         ::_exit(2);
       }
     }
-    // Parent: read while the child writes, then kill it at a random moment.
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(20 + rng.below(400));
-    int64_t seen = last;
+    // A failed assertion below returns early: the writer must not outlive it.
+    struct KillOnExit {
+      pid_t pid;
+      ~KillOnExit() {
+        if (pid > 0 && ::kill(pid, SIGKILL) == 0) ::waitpid(pid, nullptr, 0);
+      }
+    } guard{pid};
+    // Parent: read while the child writes, then kill it at a moment chosen so
+    // that the test does not depend on the machine's speed: even rounds wait
+    // until this writer has completed a save (the path holds one of its
+    // versions), odd rounds until its temporary file exists (the kill lands
+    // mid-write, between creating it and renaming it into place, at once);
+    // even rounds then read on for a random 0-100 ms more.
+    const std::string tmp = path + ".tmp." + std::to_string(pid);
+    int64_t seen = last, last_seen = last;
+    auto reached = [&] { return r % 2 == 1 ? std::filesystem::exists(tmp) : last_seen >= first_version; };
+    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!reached()) {
+      ASSERT_LT(std::chrono::steady_clock::now(), give_up) << "round " << r << ": the writer made no progress in 120 s";
+      if (r % 2 == 0) {
+        last_seen = load_version(path);
+        ++reads;
+        ASSERT_GE(last_seen, seen) << "round " << r << ": a read went back to an older version";
+        seen = last_seen;
+      }
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(r % 2 == 0 ? rng.below(100) : 0);
     while (std::chrono::steady_clock::now() < deadline) {
       int64_t v = load_version(path);
       ++reads;
       ASSERT_GE(v, seen) << "round " << r << ": a read went back to an older version";
       seen = v;
     }
-    // Odd rounds wait for the writer's temporary file, so that the kill lands
-    // mid-write (between creating it and renaming it into place) for sure.
-    const std::string tmp = path + ".tmp." + std::to_string(pid);
-    auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (r % 2 == 1 && !std::filesystem::exists(tmp) && std::chrono::steady_clock::now() < give_up) {
-    }
     ::kill(pid, SIGKILL);
     int status = 0;
     ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    guard.pid = 0;
     ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
         << "round " << r << ": the writer ended by itself (status " << status << "): a save failed";
     int64_t v = load_version(path);
