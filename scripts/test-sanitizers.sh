@@ -38,7 +38,7 @@ supp=$src/tests/sanitizers
 #    (parallel loops), checkpoints and resume (Trainer, Resume, CheckpointSlot);
 #  - the server: std::thread workers, the batcher, httplib's connection threads
 #    (Serve, ServeBatching, ServeProcess runs `attn serve` itself).
-TSAN_TESTS='^(IsaDispatch|Rnn[A-Za-z]*|RowsGemm|Gemm|VocabTopK|FusedAttention|SdpaPacked|FusedVsMaterialized|MultiHeadPacked|Pool|Trainer|Resume|CheckpointSlot|Serve|ServeBatching|ServeProcess)\.'
+TSAN_TESTS='^(IsaDispatch|Rnn[A-Za-z]*|RowsGemm|Gemm|VocabTopK|FusedAttention|SdpaPacked|FusedVsMaterialized|MultiHeadPacked|Pool|Trainer|Resume|CheckpointSlot|Serve|ServeBatching|ServeProcess)[./]'
 
 configure() {  # configure <dir> [cmake args...]
   local dir=$1
