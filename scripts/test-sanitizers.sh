@@ -23,6 +23,10 @@
 # Reports go to files (log_path), not only to the test's stderr: a test that
 # runs the `attn` command and expects it to fail would otherwise pass when the
 # command fails on a sanitizer report. Any report file fails this script.
+# Checked for ASan, LeakSanitizer and TSan reports; GCC 12's combined ASan+UBSan
+# runtime writes UBSan's reports to stderr whatever log_path says (tried with
+# UBSAN_OPTIONS and ASAN_OPTIONS), so a UBSan report fails the test it happens
+# in (no recovery), but one inside a child command only if the test checks it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
