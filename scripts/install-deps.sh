@@ -14,6 +14,7 @@ PKGS=(
   libsentencepiece-dev libpng-dev zlib1g-dev
   libcairo2-dev libpango1.0-dev fonts-dejavu-core
   libgtest-dev libbenchmark-dev
+  clang libclang-rt-dev libomp-dev  # the TSan build (scripts/test-sanitizers.sh: clang's TSan, libomp + Archer)
   python3-torch python3-numpy
   libtcmalloc-minimal4       
 )

@@ -23,3 +23,4 @@ for isa in avx2 scalar; do
   echo "== the suite without the parity and browser tests, ATTN_ISA=$isa"
   ATTN_ISA=$isa OMP_WAIT_POLICY=passive ctest --output-on-failure -j 2 --timeout 900 -E "$PARITY_TESTS|$BROWSER_TESTS"
 done
+bash ../scripts/test-sanitizers.sh  # ASan + UBSan: the whole suite; TSan: the threaded tests (its header says why)

@@ -1,5 +1,7 @@
 #include "attn/cpu/isa.h"
 
+#include <cpuid.h>
+
 #include <atomic>
 #include <cstdlib>
 #include <stdexcept>
@@ -37,10 +39,13 @@ Isa parse_isa(const std::string& name, const std::string& what) {
 Isa detected_isa() {
   // The compiler runtime's checks include the OS's support (XCR0 saves the YMM /
   // ZMM state). Feature by feature rather than "x86-64-v4", which clang 14's
-  // runtime does not know.
+  // runtime does not know; F16C (no OS state of its own) from CPUID leaf 1,
+  // which clang 14's __builtin_cpu_supports does not know either (the TSan build).
   __builtin_cpu_init();
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
   const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                  __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("f16c");
+                  __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") && f16c;
   const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                   __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
                   __builtin_cpu_supports("avx512vl");
