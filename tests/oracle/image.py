@@ -3,7 +3,7 @@ every gradient), as ops.py: inputs drawn here with a fixed seed, rounded to
 float32 and saved, the reference computed in float64, loss = sum(out * R).
 Usage: image.py OUT.safetensors CASE ARGS...
   conv B CIN H W COUT KH KW STRIDE PADDING BIAS(0|1)
-  pool B C H W KERNEL STRIDE
+  pool B C H W KERNEL STRIDE   (pool_ties: the same on small integers)
   group_norm B C H W GROUPS
   encoder B H W GROUPS POOL CH1 CH2 ...   (3 input channels, kernel 3)"""
 import sys
@@ -65,9 +65,10 @@ if case == "conv":
     w = leaf("weight", conv.weight.data)
     b = leaf("bias", conv.bias.data) if BIAS else None
     finish(F.conv2d(x, w, b, stride=S, padding=P), ["x", "weight"] + (["bias"] if BIAS else []))
-elif case == "pool":
+elif case in ("pool", "pool_ties"):
     B, C, H, W, K, S = args
-    x = leaf("x", torch.randn(B, C, H, W))
+    # pool_ties: small integers, so most windows hold a tied maximum (the gradient goes to the first one)
+    x = leaf("x", torch.randint(0, 3, (B, C, H, W)).float() if case == "pool_ties" else torch.randn(B, C, H, W))
     finish(F.max_pool2d(x, K, S), ["x"])
 elif case == "group_norm":
     B, C, H, W, G = args
