@@ -15,6 +15,7 @@ const std::vector<std::string>& op_names() {
       "gru", "lstm",
       "sdpa_fused", "sdpa_fused_packed", "additive_step", "additive_scores",
       "unbind", "output_cross_entropy", "rnnsearch_decoder",
+      "conv2d", "max_pool2d", "group_norm",
   };
   return names;
 }

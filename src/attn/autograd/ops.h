@@ -82,6 +82,27 @@ Tensor dropout(const Tensor& x, float p, bool training, Rng& rng);
 // Normalises over the last axis: x [..., n], weight [n], bias [n] -> [..., n]
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
 
+// ---- images (ops_image.cpp): [batch, channels, H, W] ----
+// 2-D convolution (cross-correlation, as PyTorch's conv2d) with zero padding:
+// x [batch, in_ch, H, W], weight [out_ch, in_ch, kh, kw], bias [out_ch] or
+// undefined -> [batch, out_ch, (H + 2*padding - kh)/stride + 1, (W + 2*padding - kw)/stride + 1].
+// im2col and one BLAS GEMM per chunk of images (kernels::conv2d_images_per_gemm);
+// the backward's two GEMMs per chunk give d(weight) and d(x) (the latter only
+// when x requires grad, so a network's input image costs no col2im).
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride = 1, int64_t padding = 0);
+// Max over each kernel x kernel window moved by stride (0: stride = kernel), no
+// padding: x [batch, channels, H, W] -> [batch, channels, (H - kernel)/stride + 1,
+// (W - kernel)/stride + 1]. The gradient goes to each window's argmax (the first
+// maximum in row-major order, as PyTorch).
+Tensor max_pool2d(const Tensor& x, int64_t kernel, int64_t stride = 0);
+// Group normalisation (Wu & He 2018): the channels split into `groups` groups,
+// each (image, group) normalised over its channels and pixels, then a
+// per-channel affine: x [batch, channels, H, W] (any trailing axes),
+// weight [channels], bias [channels] -> x's shape. Batch-independent: an image
+// gets the same features alone or in any batch (see nn::GroupNorm for why attn
+// uses it rather than BatchNorm2d).
+Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
+
 struct CrossEntropyOptions {
   int64_t ignore_index = -1;     // targets equal to this contribute nothing (padding)
   float label_smoothing = 0.0f;  // as PyTorch: (1-eps)*nll + eps*mean_over_classes(-log p)

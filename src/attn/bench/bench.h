@@ -52,7 +52,10 @@ std::vector<nlohmann::json> run_peer(const BenchOptions& opt, const std::string&
 // sgemm GFLOP/s at n = 1024, 2048 through attn's BLAS, beside (run_peers) the same
 // OpenBLAS with OPENBLAS_CORETYPE set explicitly to the CPU's best core, in a child process
 void bench_gemm(const BenchOptions& opt);
-void bench_gru(const BenchOptions& opt);    // GRU layer fwd+bwd, batch 64, hidden 512, len 30, vs torch
+void bench_gru(const BenchOptions& opt);
+// conv2d forward + backward per layer of the CNN encoder (batch 32, 64x64 images)
+// beside the same GEMMs alone (bench_conv.cpp); no peer
+void bench_conv(const BenchOptions& opt);    // GRU layer fwd+bwd, batch 64, hidden 512, len 30, vs torch
 void bench_attention(const BenchOptions& opt);  // SDPA fused/naive, MHA, additive step, vs torch
 // rnnsearch training step (fwd + bwd + clip + Adam): target tokens/s per shape ("lean", "tutorial"), vs torch
 void bench_mt_train(const BenchOptions& opt, const std::vector<std::string>& shapes, int64_t batch);

@@ -13,7 +13,7 @@ void add_bench_command(CLI::App& app) {
   auto peer_dir = std::make_shared<std::string>();
   auto print_peer_dir = std::make_shared<bool>(false);
   cmd->add_option("suites", *suites,
-                  "what to run: gemm, gru, attention, train, decode (default: these five), serve (needs -m)");
+                  "what to run: gemm, gru, attention, train, decode, conv (default: these six), serve (needs -m)");
   auto serve = std::make_shared<bench::ServeBenchOptions>();
   cmd->add_option("-m,--run", serve->run, "serve: run directory of the model to serve");
   cmd->add_option("--serve-input", serve->input, "serve: sentences, one per line (default: RUN/test.src)");
@@ -46,18 +46,19 @@ void add_bench_command(CLI::App& app) {
     std::set<std::string> want(suites->begin(), suites->end());
     auto run = [&](const std::string& name) { return want.empty() || want.count(name); };
     for (const auto& s : want)
-      if (s != "gemm" && s != "gru" && s != "attention" && s != "train" && s != "decode" && s != "serve")
-        throw std::invalid_argument("bench: unknown suite '" + s + "' (gemm, gru, attention, train, decode, serve)");
+      if (s != "gemm" && s != "gru" && s != "attention" && s != "train" && s != "decode" && s != "conv" && s != "serve")
+        throw std::invalid_argument("bench: unknown suite '" + s + "' (gemm, gru, attention, train, decode, conv, serve)");
     if (want.count("serve") && serve->run.empty()) throw std::invalid_argument("bench serve: needs -m RUN");
     for (const auto& m : *shapes)
       if (m != "lean" && m != "tutorial") throw std::invalid_argument("bench: unknown model shape '" + m + "'");
-    const bool peers_wanted = want.empty() || want.size() > want.count("serve");  // serve has no peer
+    const bool peers_wanted = want.empty() || want.size() > want.count("serve") + want.count("conv");  // no peer for these
     if (opt->run_peers && peers_wanted) opt->peer_dir = bench::find_peer_dir(*peer_dir);  // before minutes of our own runs
     if (run("gemm")) bench::bench_gemm(*opt);
     if (run("gru")) bench::bench_gru(*opt);
     if (run("attention")) bench::bench_attention(*opt);
     if (run("train")) bench::bench_mt_train(*opt, *shapes, *batch);
     if (run("decode")) bench::bench_mt_decode(*opt, *shapes, *dec_batches, *beams);
+    if (run("conv")) bench::bench_conv(*opt);
     if (want.count("serve")) bench::bench_serve(*opt, *serve);  // only when named: it needs a trained model
   });
 }

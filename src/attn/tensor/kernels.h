@@ -71,4 +71,26 @@ void scatter_add_rows(Tensor& dtable, const Tensor& ids, const Tensor& dout, int
 // Masks x (broadcast) where mask == 0 with `value` (may be -inf).
 Tensor masked_fill(const Tensor& x, const Tensor& mask, float value);
 
+// ---- images (image.cpp): NCHW planes, a window sliding over [H, W] ----
+// A kh x kw window moved by `stride` over an image of [channels, height, width]
+// zero-padded by `padding` on every side; out_h/out_w as PyTorch (floor).
+struct WindowGeometry {
+  int64_t channels, height, width, kh, kw, stride, padding;
+  int64_t out_h() const { return (height + 2 * padding - kh) / stride + 1; }
+  int64_t out_w() const { return (width + 2 * padding - kw) / stride + 1; }
+  int64_t out_pixels() const { return out_h() * out_w(); }
+  int64_t patch() const { return channels * kh * kw; }  // rows of the column matrix
+};
+// Images of one batch chunk laid out for one GEMM: `images` images x of
+// [images, channels, height, width] become col [patch, images * out_pixels],
+// row (c*kh + i)*kw + j, column n*out_pixels + oh*out_w + ow (zeros where the
+// window reads padding). Parallel over (image, channel).
+void im2col(const float* x, int64_t images, const WindowGeometry& g, float* col);
+// The adjoint of im2col: dx [images, channels, height, width] += col scattered back.
+void col2im_add(const float* col, int64_t images, const WindowGeometry& g, float* dx);
+// How many images conv2d puts into one GEMM (its column matrix): enough that
+// the GEMM has a few thousand columns even when an image has few output pixels
+// (an 8x8 map alone gives BLAS a 64-wide product), at most `batch`.
+int64_t conv2d_images_per_gemm(int64_t batch, int64_t out_pixels);
+
 }  // namespace attn::kernels
