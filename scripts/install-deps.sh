@@ -11,7 +11,7 @@ PKGS=(
   build-essential cmake ninja-build pkg-config
   libopenblas-openmp-dev     
   nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libcpp-httplib-dev
-  libsentencepiece-dev libpng-dev zlib1g-dev
+  libsentencepiece-dev libpng-dev libjpeg62-turbo-dev zlib1g-dev
   libcairo2-dev libpango1.0-dev fonts-dejavu-core
   libgtest-dev libbenchmark-dev
   clang libclang-rt-dev libomp-dev  # the TSan build (scripts/test-sanitizers.sh: clang's TSan, libomp + Archer)

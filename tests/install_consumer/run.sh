@@ -34,7 +34,7 @@ for path in /usr/ "$build_dir" "$source_dir" "$tmp/installed"; do
 done
 
 # 2. Public headers only
-if grep -rnE '#include *[<"](omp\.h|cblas\.h|nlohmann/|yaml-cpp/|zlib\.h|sentencepiece)' "$prefix/include"; then
+if grep -rnE '#include *[<"](omp\.h|cblas\.h|nlohmann/|yaml-cpp/|zlib\.h|sentencepiece|png\.h|jpeglib\.h)' "$prefix/include"; then
   fail "an installed header includes a private dependency's header (above)"
 fi
 internal=$(cd "$prefix/include" && find . -name '*kernels.h' -o -name '*detail*' -o -path '*/simd/*' -o -path '*/cli/*' \

@@ -15,6 +15,9 @@ void add_score_command(CLI::App& app);
 void add_average_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
+// `attn caption`: the group, returned so that its subcommands can be added to it
+CLI::App* add_caption_command(CLI::App& app);
+void add_caption_data_commands(CLI::App& caption);  // `attn caption data`, `attn caption sheet`
 
 // All lines of stdin; throws std::invalid_argument "stdin:<line>: invalid UTF-8 at byte <k>".
 std::vector<std::string> read_stdin_lines();

@@ -45,13 +45,13 @@ void write_all(int fd, const char* p, size_t n, const std::string& path) {
 }
 }  // namespace
 
-void write_file_atomic(const std::string& path, const std::string& bytes) {
+void write_file_atomic(const std::string& path, const std::string& bytes, bool durable) {
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) fail(tmp, std::string("cannot create: ") + std::strerror(errno));
   try {
     write_all(fd, bytes.data(), bytes.size(), tmp);
-    if (::fsync(fd) != 0) fail(tmp, std::string("fsync failed: ") + std::strerror(errno));
+    if (durable && ::fsync(fd) != 0) fail(tmp, std::string("fsync failed: ") + std::strerror(errno));
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
@@ -63,6 +63,7 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
     ::unlink(tmp.c_str());
     fail(path, std::string("cannot rename temporary file into place: ") + std::strerror(e));
   }
+  if (!durable) return;
   // make the rename itself durable
   std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
   int dfd = ::open(dir.empty() ? "/" : dir.c_str(), O_RDONLY | O_DIRECTORY);

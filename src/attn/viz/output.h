@@ -1,5 +1,5 @@
 // Where the figures go: the format a file name asks for, cairo surfaces
-// rendered to bytes, and files replaced atomically. Internal to viz/.
+// rendered to bytes, and files replaced atomically. Internal to viz/ and scenes/.
 #pragma once
 #include <cairo.h>
 

@@ -1,6 +1,6 @@
 // Text of the figures through Pango: measured and drawn with font fallback, so
 // labels in any script show (accents, œ, ▁, CJK where an installed font has it).
-// Internal to viz/.
+// Internal to viz/ and scenes/ (the contact sheets' captions).
 #pragma once
 #include <cairo.h>
 
