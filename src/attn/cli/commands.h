@@ -16,6 +16,6 @@ void add_average_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 
-// All lines of stdin; throws std::invalid_argument "stdin:<line>: invalid UTF-8 at byte <k>".
+// All lines of stdin (data::read_lines: plain or gzip; "stdin:<line>: ..." errors for invalid UTF-8 or NUL).
 std::vector<std::string> read_stdin_lines();
 }  // namespace attn::cli
