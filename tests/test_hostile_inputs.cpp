@@ -16,6 +16,8 @@
 #include "attn/models/seq2seq.h"
 #include "attn/tensor/random.h"
 #include "attn/tensor/safetensors.h"
+#include "attn/train/optim.h"
+#include "attn/train/training_state.h"
 #include "serve_test_util.h"
 #include "train_test_util.h"
 
@@ -211,6 +213,34 @@ TEST(HostileInputs, WeightsOfAnotherModelShapeAreRefusedNamingTheTensor) {
   EXPECT_NE(r.err.find(path + ": cannot load: tensor '"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("expected shape"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(", 16]"), std::string::npos) << r.err;
+}
+
+// --resume of a run whose model changed since its checkpoint: another shape is
+// refused naming every mismatched tensor, the same shapes under another config
+// naming both configs; the model is left as it was.
+TEST(HostileInputs, CheckpointOfAnotherModelIsRefusedOnResume) {
+  TempDir dir("hostile_resume_shape");
+  const std::string ckpt = dir.path + "/checkpoint";
+  train::TrainOptions t;
+  TinyNet saved(4, 6, 3, 1);
+  train::Adam saved_adam(saved.named_parameters());
+  train::TrainingState(t).save(ckpt, saved, R"({"hidden":6,"dropout":0.1})", saved_adam);
+  TinyNet other(4, 8, 3, 2);
+  train::Adam other_adam(other.named_parameters());
+  std::string msg = message_of<std::runtime_error>(
+      [&] { train::TrainingState::restore(ckpt, other, R"({"hidden":8,"dropout":0.1})", other_adam, t); });
+  EXPECT_NE(msg.find(ckpt + "/model.safetensors: cannot load: tensor 'fc1.weight': expected shape [8, 4], found [6, 4]"),
+            std::string::npos)
+      << msg;
+  EXPECT_TRUE(params_bit_equal(other, TinyNet(4, 8, 3, 2))) << "a refused checkpoint changed the model";
+  TinyNet same_shape(4, 6, 3, 3);
+  train::Adam same_adam(same_shape.named_parameters());
+  msg = message_of<std::runtime_error>(
+      [&] { train::TrainingState::restore(ckpt, same_shape, R"({"hidden":6,"dropout":0.3})", same_adam, t); });
+  EXPECT_NE(msg.find(ckpt + ": the checkpoint's model config {\"hidden\":6,\"dropout\":0.1} differs from this "
+                            "config's {\"hidden\":6,\"dropout\":0.3}"),
+            std::string::npos)
+      << msg;
 }
 
 }  // namespace
