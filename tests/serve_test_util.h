@@ -3,11 +3,15 @@
 // processes), a server running in this process on a free loopback port, and
 // small HTTP helpers.
 #pragma once
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <httplib.h>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <sstream>
@@ -91,6 +95,34 @@ inline double metric(const std::string& text, const std::string& name_and_labels
   while (std::getline(in, line))
     if (line.rfind(name_and_labels + " ", 0) == 0) return std::stod(line.substr(name_and_labels.size() + 1));
   return -1;
+}
+
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// A TCP connection to 127.0.0.1:port, or -1 (errno says why).
+inline int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    const int e = errno;
+    ::close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+// Everything the peer sends until it closes the connection.
+inline std::string read_until_closed(int fd) {
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, size_t(n));
+  return out;
 }
 
 inline httplib::Result post_json(httplib::Client& c, const std::string& path, const std::string& body) {

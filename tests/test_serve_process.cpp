@@ -22,34 +22,6 @@ namespace attn::testing {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// A TCP connection to 127.0.0.1:port, or -1 (errno says why).
-int connect_to(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(uint16_t(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    const int e = errno;
-    ::close(fd);
-    errno = e;
-    return -1;
-  }
-  return fd;
-}
-
-// Everything the peer sends until it closes the connection.
-std::string read_until_closed(int fd) {
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, size_t(n));
-  return out;
-}
-
 // `attn serve` as a child process with its stderr on a pipe.
 struct ServeProcess {
   explicit ServeProcess(const std::vector<std::string>& args) {

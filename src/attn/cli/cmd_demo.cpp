@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 
 #include "attn/cli/commands.h"
 #include "attn/data/line_reader.h"
@@ -15,6 +14,7 @@
 #include "attn/decode/translator.h"
 #include "attn/eval/bleu.h"
 #include "attn/decode/model_dir.h"
+#include "attn/tensor/safetensors.h"
 #include "attn/train/mt_trainer.h"
 
 namespace attn::cli {
@@ -59,7 +59,7 @@ void prepare_folder(const std::string& dir) {
     throw CLI::ValidationError("--out", dir + " exists and was not made by attn demo; choose another folder");
   fs::remove_all(dir);
   fs::create_directories(dir + "/data");
-  std::ofstream(dir + "/" + kMarker) << "made by attn demo; rerunning the demo replaces this folder\n";
+  write_file_atomic(dir + "/" + kMarker, "made by attn demo; rerunning the demo replaces this folder\n");
 }
 
 void write_corpus(const std::string& stem, int64_t n, uint64_t seed) {

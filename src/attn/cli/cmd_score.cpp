@@ -12,19 +12,7 @@
 
 namespace attn::cli {
 
-std::vector<std::string> read_stdin_lines() {
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const size_t bad = data::find_invalid_utf8(line);
-    if (bad != std::string::npos)
-      throw std::invalid_argument("stdin:" + std::to_string(lines.size() + 1) + ": invalid UTF-8 at byte " +
-                                  std::to_string(bad));
-    lines.push_back(std::move(line));
-  }
-  return lines;
-}
+std::vector<std::string> read_stdin_lines() { return data::read_lines(stdin, "stdin"); }
 
 void add_score_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("score", "corpus BLEU (sacreBLEU-compatible, 13a) and chrF of a translation");

@@ -10,6 +10,10 @@
 //                      "weights"} per translation
 //                      (rows: target pieces and </s>, columns: source pieces), or the
 //                      matrix alone in --alignments-out FILE
+//   --long-lines truncate|skip|error, --max-src-pieces N (default truncate, 250): a line of more
+//                      source pieces is translated from its first N pieces, or gives an empty
+//                      output line, with a warning naming the line on stderr and a count at the
+//                      end; or stops the command (exit 1) naming the line before any decoding
 //   --heatmaps DIR     also DIR/0001.png, DIR/0002.png, ... (numbered by input line, 1-based;
 //                      none for an empty line): the best hypothesis's attention drawn by
 //                      viz/heatmap.h, --heatmap-format png|svg|pdf|html, --heatmap-colors grey|viridis
@@ -18,6 +22,7 @@
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "attn/cli/checked_output.h"
 #include "attn/cli/commands.h"
@@ -38,8 +43,23 @@ struct Opts {
   std::string heatmaps, heatmap_format = "png", heatmap_colors = "grey";
   int beam = 5, nbest = 1, threads = 0;
   double length_penalty = 1.0, max_len_ratio = 2.0;
-  int64_t batch = 64, chunk = 2000;
+  int64_t batch = 64, chunk = 2000, max_src_pieces = 250;
+  std::string long_lines = "truncate";
 };
+
+decode::LongLines long_lines_rule(const std::string& name) {
+  if (name == "skip") return decode::LongLines::Skip;
+  if (name == "error") return decode::LongLines::Error;
+  return decode::LongLines::Truncate;
+}
+
+// The over-long line rule's warning for input line `number` (1-based), on stderr.
+void warn_long_line(const Opts& o, const std::string& input, size_t number, int64_t pieces) {
+  std::cerr << "attn translate: " << input << ":" << number << ": " << pieces << " source pieces, over --max-src-pieces "
+            << o.max_src_pieces
+            << (o.long_lines == "skip" ? ": skipped (an empty output line)\n"
+                                       : ": translated from its first " + std::to_string(o.max_src_pieces) + "\n");
+}
 
 // The output line(s) of translation `t` of input line `id` (0-based): its
 // n-best, with alignments inline or to align_file.
@@ -83,47 +103,55 @@ void write_translation(const Opts& o, const decode::Translation& t, size_t id, s
   }
 }
 
+void add_options(CLI::App& cmd, Opts& o) {
+  cmd.add_option("-m,--model", o.model, "run directory written by `attn train`")->required();
+  cmd.add_option("--weights", o.weights, "weights file instead of DIR/model.safetensors (e.g. DIR/checkpoint/model.safetensors)");
+  cmd.add_option("-i,--input", o.input, "input file (default: stdin)");
+  cmd.add_option("-o,--output", o.output, "output file (default: stdout)");
+  cmd.add_option("-b,--beam", o.beam, "beam size (1: greedy)")->capture_default_str();
+  cmd.add_option("-n,--nbest", o.nbest, "hypotheses per sentence (<= beam)")->capture_default_str();
+  cmd.add_option("--length-penalty", o.length_penalty, "score = log p / length^alpha")->capture_default_str();
+  cmd.add_option("--max-len-ratio", o.max_len_ratio, "at most ratio * source length + 5 target pieces")
+      ->capture_default_str();
+  cmd.add_option("--alignments", o.alignments, "soft (JSON weight matrices) or hard (i-j word pairs)")
+      ->check(CLI::IsMember({"soft", "hard"}));
+  cmd.add_option("--alignments-out", o.alignments_out, "write alignments to this file instead of inline");
+  cmd.add_option("--heatmaps", o.heatmaps,
+                  "also draw each sentence's attention (best hypothesis) to DIR/0001.png, ... (by input line)");
+  cmd.add_option("--heatmap-format", o.heatmap_format, "format of the --heatmaps files")
+      ->check(CLI::IsMember({"png", "svg", "pdf", "html"}))
+      ->capture_default_str();
+  cmd.add_option("--heatmap-colors", o.heatmap_colors, "colour map of the --heatmaps files (grey: 0 black, 1 white)")
+      ->capture_default_str();
+  cmd.add_option("--max-src-pieces", o.max_src_pieces, "over-long line: more SentencePiece pieces than this (0: no limit)")
+      ->capture_default_str();
+  cmd.add_option("--long-lines", o.long_lines,
+                  "an over-long line is: truncate (translated from its first pieces), skip (empty output line) "
+                  "or error (exit 1); each is reported on stderr")
+      ->check(CLI::IsMember({"truncate", "skip", "error"}))
+      ->capture_default_str();
+  cmd.add_option("--batch", o.batch, "sentences decoded together")->capture_default_str();
+  cmd.add_option("--threads", o.threads, "threads (0: all cores)")->capture_default_str();
+}
+
 }  // namespace
 
 void add_translate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("translate", "translate text with a trained model (stdin -> stdout, or files)");
   auto o = std::make_shared<Opts>();
-  cmd->add_option("-m,--model", o->model, "run directory written by `attn train`")->required();
-  cmd->add_option("--weights", o->weights, "weights file instead of DIR/model.safetensors (e.g. DIR/checkpoint/model.safetensors)");
-  cmd->add_option("-i,--input", o->input, "input file (default: stdin)");
-  cmd->add_option("-o,--output", o->output, "output file (default: stdout)");
-  cmd->add_option("-b,--beam", o->beam, "beam size (1: greedy)")->capture_default_str();
-  cmd->add_option("-n,--nbest", o->nbest, "hypotheses per sentence (<= beam)")->capture_default_str();
-  cmd->add_option("--length-penalty", o->length_penalty, "score = log p / length^alpha")->capture_default_str();
-  cmd->add_option("--max-len-ratio", o->max_len_ratio, "at most ratio * source length + 5 target pieces")
-      ->capture_default_str();
-  cmd->add_option("--alignments", o->alignments, "soft (JSON weight matrices) or hard (i-j word pairs)")
-      ->check(CLI::IsMember({"soft", "hard"}));
-  cmd->add_option("--alignments-out", o->alignments_out, "write alignments to this file instead of inline");
-  cmd->add_option("--heatmaps", o->heatmaps,
-                  "also draw each sentence's attention (best hypothesis) to DIR/0001.png, ... (by input line)");
-  cmd->add_option("--heatmap-format", o->heatmap_format, "format of the --heatmaps files")
-      ->check(CLI::IsMember({"png", "svg", "pdf", "html"}))
-      ->capture_default_str();
-  cmd->add_option("--heatmap-colors", o->heatmap_colors, "colour map of the --heatmaps files (grey: 0 black, 1 white)")
-      ->capture_default_str();
-  cmd->add_option("--batch", o->batch, "sentences decoded together")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
+  add_options(*cmd, *o);
   cmd->callback([o] {
     set_num_threads(o->threads);
     decode::TranslationModel tm = decode::load_translation_model(o->model, o->weights);
     std::vector<std::string> lines = o->input.empty() ? read_stdin_lines() : data::read_lines(o->input);
-    std::ofstream out_file, align_file;
-    if (!o->output.empty()) {
-      out_file.open(o->output);
-      if (!out_file) throw std::runtime_error(o->output + ": cannot write");
-    }
-    if (!o->alignments_out.empty()) {
-      if (o->alignments.empty()) throw std::invalid_argument("--alignments-out needs --alignments soft|hard");
-      align_file.open(o->alignments_out);
-      if (!align_file) throw std::runtime_error(o->alignments_out + ": cannot write");
-    }
-    std::ostream& out = o->output.empty() ? std::cout : out_file;
+    if (!o->alignments_out.empty() && o->alignments.empty())
+      throw std::invalid_argument("--alignments-out needs --alignments soft|hard");
+    std::optional<OutputFile> out_file, align_out;
+    if (!o->output.empty()) out_file.emplace(o->output);
+    if (!o->alignments_out.empty()) align_out.emplace(o->alignments_out);
+    std::ofstream no_file;
+    std::ofstream& align_file = align_out ? align_out->stream() : no_file;
+    std::ostream& out = out_file ? out_file->stream() : std::cout;
     decode::TranslateOptions to;
     to.search.beam = o->beam;
     to.search.nbest = o->nbest;
@@ -134,14 +162,28 @@ void add_translate_command(CLI::App& app) {
     heatmap_style.colors = viz::parse_color_map(o->heatmap_colors, "--heatmap-colors");
     if (!o->heatmaps.empty()) std::filesystem::create_directories(o->heatmaps);
     to.batch_sentences = o->batch;
+    to.max_src_tokens = o->max_src_pieces;
+    to.long_lines = long_lines_rule(o->long_lines);
+    const std::string input = o->input.empty() ? "stdin" : o->input;
+    size_t over_long = 0;
     to.search.prepared = tm.model->prepare_decoder(to.batch_sentences * to.search.beam);  // once for every chunk
     const bool inline_align = align_file.is_open() == false && !o->alignments.empty();
     for (size_t start = 0; start < lines.size(); start += size_t(o->chunk)) {
       const size_t end = std::min(lines.size(), start + size_t(o->chunk));
       std::vector<std::string> chunk(lines.begin() + long(start), lines.begin() + long(end));
-      std::vector<decode::Translation> tr = decode::translate_lines(*tm.model, *tm.src_vocab, *tm.tgt_vocab, chunk, to);
+      to.first_line = int64_t(start) + 1;
+      std::vector<decode::Translation> tr;
+      try {
+        tr = decode::translate_lines(*tm.model, *tm.src_vocab, *tm.tgt_vocab, chunk, to);
+      } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(input + ": " + e.what() + (o->long_lines == "error" ? " (--long-lines error)" : ""));
+      }
       for (size_t i = 0; i < tr.size(); ++i) {
         const decode::Translation& t = tr[i];
+        if (t.over_long_pieces > 0) {
+          warn_long_line(*o, input, start + i + 1, t.over_long_pieces);
+          ++over_long;
+        }
         viz::Heatmap heatmap;
         if (!o->heatmaps.empty() && translation_heatmap(t, heatmap))
           viz::write_heatmap(heatmap_path(o->heatmaps, start + i + 1, o->heatmap_format), heatmap, heatmap_style);
@@ -149,8 +191,12 @@ void add_translate_command(CLI::App& app) {
       }
       out.flush();
     }
-    close_checked(out_file, o->output);
-    close_checked(align_file, o->alignments_out);
+    if (over_long > 0)
+      std::cerr << "attn translate: " << over_long << " of " << lines.size() << " lines had more than "
+                << o->max_src_pieces << " source pieces and were " << (o->long_lines == "skip" ? "skipped" : "truncated")
+                << " (--long-lines, --max-src-pieces)\n";
+    if (out_file) out_file->commit();
+    if (align_out) align_out->commit();
   });
 }
 

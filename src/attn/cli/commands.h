@@ -19,6 +19,6 @@ void add_serve_command(CLI::App& app);
 CLI::App* add_caption_command(CLI::App& app);
 void add_caption_data_commands(CLI::App& caption);  // `attn caption data`, `attn caption sheet`
 
-// All lines of stdin; throws std::invalid_argument "stdin:<line>: invalid UTF-8 at byte <k>".
+// All lines of stdin (data::read_lines: plain or gzip; "stdin:<line>: ..." errors for invalid UTF-8 or NUL).
 std::vector<std::string> read_stdin_lines();
 }  // namespace attn::cli

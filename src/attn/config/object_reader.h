@@ -10,7 +10,9 @@
 //   cfg.embed = r.get_int("embed", cfg.embed);
 //   r.finish();                               // throws "model.embd: unknown key (known: ...)"
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -25,11 +27,15 @@ namespace attn::config {
 // (the HTTP server answers with it as the error's "field").
 class FieldError : public std::invalid_argument {
 public:
-  FieldError(std::string key, const std::string& message) : std::invalid_argument(message), key_(std::move(key)) {}
+  // `path`: the key with its enclosing objects ("model.dropout"), by which a
+  // YAML config finds the key's line; the key itself when not given.
+  FieldError(std::string key, const std::string& message, std::string path = "")
+      : std::invalid_argument(message), key_(std::move(key)), path_(path.empty() ? key_ : std::move(path)) {}
   const std::string& key() const { return key_; }
+  const std::string& path() const { return path_; }
 
 private:
-  std::string key_;
+  std::string key_, path_;
 };
 
 class ObjectReader {
@@ -41,18 +47,38 @@ public:
 
   bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
 
+  // A whole number that fits in 64 bits (a fraction, or a number beyond
+  // +-9.2e18, which would wrap, throws naming the key).
   int64_t get_int(const std::string& key, int64_t dflt) {
     const nlohmann::json* v = take(key);
     if (!v) return dflt;
+    if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(INT64_MAX)) throw bad(key, "a whole number below 2^63", *v);
     if (v->is_number_integer() || v->is_number_unsigned()) return v->get<int64_t>();
-    if (v->is_number_float() && v->get<double>() == double(int64_t(v->get<double>()))) return int64_t(v->get<double>());
+    if (v->is_number_float()) {
+      const double d = v->get<double>();
+      if (!(d >= -9.2e18 && d <= 9.2e18)) throw bad(key, "a whole number within +-2^63", *v);
+      if (d == double(int64_t(d))) return int64_t(d);
+    }
     throw bad(key, "a whole number", *v);
   }
+  // ... in [lo, hi] (e.g. the range of the int it is narrowed to).
+  int64_t get_int(const std::string& key, int64_t dflt, int64_t lo, int64_t hi) {
+    const int64_t x = get_int(key, dflt);
+    if (x < lo || x > hi) throw out_of_range(key, std::to_string(x), std::to_string(lo), std::to_string(hi));
+    return x;
+  }
+  // A finite number (NaN and infinities throw naming the key).
   double get_double(const std::string& key, double dflt) {
     const nlohmann::json* v = take(key);
     if (!v) return dflt;
-    if (v->is_number()) return v->get<double>();
-    throw bad(key, "a number", *v);
+    if (v->is_number() && std::isfinite(v->get<double>())) return v->get<double>();
+    throw bad(key, "a finite number", *v);
+  }
+  // ... in [lo, hi].
+  double get_double(const std::string& key, double dflt, double lo, double hi) {
+    const double x = get_double(key, dflt);
+    if (!(x >= lo && x <= hi)) throw out_of_range(key, num(x), num(lo), num(hi));
+    return x;
   }
   bool get_bool(const std::string& key, bool dflt) {
     const nlohmann::json* v = take(key);
@@ -100,7 +126,7 @@ public:
       if (!asked_.count(it.key())) {
         std::string known;
         for (const auto& k : asked_) known += (known.empty() ? "" : ", ") + k;
-        throw FieldError(it.key(), path_ + "." + it.key() + ": unknown key (known keys: " + known + ")");
+        throw FieldError(it.key(), key_path(it.key()) + ": unknown key (known keys: " + known + ")", key_path(it.key()));
       }
   }
 
@@ -113,7 +139,15 @@ private:
     return &j_.at(key);
   }
   FieldError bad(const std::string& key, const std::string& want, const nlohmann::json& v) const {
-    return FieldError(key, path_ + "." + key + ": expected " + want + ", got " + v.dump());
+    return FieldError(key, key_path(key) + ": expected " + want + ", got " + v.dump(), key_path(key));
+  }
+  FieldError out_of_range(const std::string& key, const std::string& x, const std::string& lo, const std::string& hi) const {
+    return FieldError(key, key_path(key) + ": " + x + " outside [" + lo + ", " + hi + "]", key_path(key));
+  }
+  static std::string num(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    return buf;
   }
 
   const nlohmann::json& j_;

@@ -3,83 +3,155 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 
 #include "attn/data/utf8.h"
+#include "attn/tensor/safetensors.h"
 
 namespace attn::data {
 
 namespace {
 
-struct GzCloser {
-  void operator()(gzFile f) const { gzclose(f); }
+constexpr size_t kChunk = size_t(1) << 16;
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
 };
-using GzHandle = std::unique_ptr<std::remove_pointer_t<gzFile>, GzCloser>;
 
-// Moves the finished line into `lines` after checking it.
-void finish_line(std::string& line, const std::string& path, std::vector<std::string>& lines) {
-  if (!line.empty() && line.back() == '\r') line.pop_back();
-  const size_t bad = find_invalid_utf8(line);
-  if (bad != std::string::npos)
-    throw std::invalid_argument(path + ":" + std::to_string(lines.size() + 1) + ": invalid UTF-8 at byte " +
-                                std::to_string(bad));
-  lines.push_back(std::move(line));
-  line.clear();
-}
+// Cuts a byte stream into checked lines (the rules of line_reader.h).
+class LineSplitter {
+public:
+  explicit LineSplitter(const std::string& name) : name_(name) {}
 
-}  // namespace
-
-std::vector<std::string> read_lines(const std::string& path) {
-  // gzopen reads uncompressed files unchanged ("transparent" mode), so one
-  // code path serves both.
-  GzHandle f(gzopen(path.c_str(), "rb"));
-  if (!f) throw std::runtime_error("read_lines: cannot open '" + path + "': " + std::strerror(errno));
-  gzbuffer(f.get(), 1 << 17);
-
-  std::vector<std::string> lines;
-  std::string line;
-  std::vector<char> buf(1 << 16);
-  while (true) {
-    const int n = gzread(f.get(), buf.data(), unsigned(buf.size()));
-    if (n < 0) {
-      int code = 0;
-      const char* msg = gzerror(f.get(), &code);
-      throw std::runtime_error("read_lines: cannot read '" + path + "': " + msg);
-    }
-    if (n == 0) {
-      // zlib reports a truncated gzip stream only through gzerror (Z_BUF_ERROR).
-      int code = Z_OK;
-      const char* msg = gzerror(f.get(), &code);
-      if (code != Z_OK) throw std::runtime_error("read_lines: cannot read '" + path + "': " + msg);
-      break;
-    }
-    const char* p = buf.data();
+  void feed(const char* p, size_t n) {
     const char* end = p + n;
     while (p < end) {
       const char* nl = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
       if (!nl) {
-        line.append(p, end);
-        break;
+        line_.append(p, end);
+        return;
       }
-      line.append(p, nl);
-      finish_line(line, path, lines);
+      line_.append(p, nl);
+      finish_line();
       p = nl + 1;
     }
   }
-  if (!line.empty()) finish_line(line, path, lines);
-  return lines;
+  std::vector<std::string> finish() {
+    if (!line_.empty()) finish_line();
+    return std::move(lines_);
+  }
+
+private:
+  void finish_line() {
+    if (!line_.empty() && line_.back() == '\r') line_.pop_back();
+    const std::string where = name_ + ":" + std::to_string(lines_.size() + 1) + ": ";
+    const size_t nul = line_.find('\0');
+    if (nul != std::string::npos)  // text never holds NUL: a binary file, or UTF-16
+      throw std::invalid_argument(where + "NUL byte at byte " + std::to_string(nul) + " (not a text file?)");
+    const size_t bad = find_invalid_utf8(line_);
+    if (bad != std::string::npos) throw std::invalid_argument(where + "invalid UTF-8 at byte " + std::to_string(bad));
+    lines_.push_back(std::move(line_));
+    line_.clear();
+  }
+
+  const std::string& name_;
+  std::vector<std::string> lines_;
+  std::string line_;
+};
+
+// Reads up to n bytes (fewer only at the end of the file); throws naming the file on a read error.
+size_t read_some(std::FILE* f, char* buf, size_t n, const std::string& name) {
+  const size_t got = std::fread(buf, 1, n, f);
+  if (got < n && std::ferror(f)) throw std::runtime_error("read_lines: cannot read '" + name + "': " + std::strerror(errno));
+  return got;
+}
+
+bool gzip_magic(const char* p, size_t n) { return n >= 2 && uint8_t(p[0]) == 0x1f && uint8_t(p[1]) == 0x8b; }
+
+// Inflates the gzip members of `f` (the first `have` bytes already in `in`)
+// into `out`. Concatenated members are one stream (as gzip -d reads them);
+// anything else after the last member, a cut stream or corrupt data throws.
+void inflate_gzip(std::FILE* f, std::vector<char>& in, size_t have, const std::string& name, LineSplitter& out) {
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 16) != Z_OK) throw std::runtime_error("read_lines: zlib failed to start");
+  std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&z, inflateEnd);
+  std::vector<char> buf(kChunk);
+  uint64_t consumed = 0;  // compressed bytes before z.next_in
+  z.next_in = reinterpret_cast<Bytef*>(in.data());
+  z.avail_in = unsigned(have);
+  while (true) {
+    if (z.avail_in == 0) {
+      z.avail_in = unsigned(read_some(f, in.data(), in.size(), name));
+      z.next_in = reinterpret_cast<Bytef*>(in.data());
+      if (z.avail_in == 0) throw std::runtime_error("read_lines: cannot read '" + name + "': gzip data cut short (unexpected end of file)");
+    }
+    const unsigned before = z.avail_in;
+    z.next_out = reinterpret_cast<Bytef*>(buf.data());
+    z.avail_out = unsigned(buf.size());
+    const int rc = inflate(&z, Z_NO_FLUSH);
+    consumed += before - z.avail_in;
+    out.feed(buf.data(), buf.size() - z.avail_out);
+    if (rc == Z_STREAM_END) {
+      if (z.avail_in < 2) {  // bring the next two bytes into view: another member's magic, or the end
+        std::memmove(in.data(), z.next_in, z.avail_in);
+        z.avail_in += unsigned(read_some(f, in.data() + z.avail_in, in.size() - z.avail_in, name));
+        z.next_in = reinterpret_cast<Bytef*>(in.data());
+        if (z.avail_in == 0) return;  // the end of the last member is the end of the file
+      }
+      if (!gzip_magic(reinterpret_cast<const char*>(z.next_in), z.avail_in))
+        throw std::invalid_argument("read_lines: '" + name + "': trailing garbage after the gzip data at byte " +
+                                    std::to_string(consumed));
+      inflateReset(&z);
+    } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      throw std::runtime_error("read_lines: cannot read '" + name + "': corrupt gzip data" +
+                               (z.msg ? std::string(" (") + z.msg + ")" : std::string()));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> read_lines(std::FILE* f, const std::string& name) {
+  LineSplitter lines(name);
+  std::vector<char> in(kChunk);
+  size_t have = read_some(f, in.data(), in.size(), name);
+  if (gzip_magic(in.data(), have)) {
+    inflate_gzip(f, in, have, name, lines);
+  } else {
+    while (have > 0) {
+      lines.feed(in.data(), have);
+      have = read_some(f, in.data(), in.size(), name);
+    }
+  }
+  return lines.finish();
+}
+
+std::vector<std::string> read_lines(const std::string& path) {
+  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
+  if (!f) throw std::runtime_error("read_lines: cannot open '" + path + "': " + std::strerror(errno));
+  return read_lines(f.get(), path);
 }
 
 void write_lines(const std::string& path, const std::vector<std::string>& lines, bool gzip) {
-  GzHandle f(gzopen(path.c_str(), gzip ? "wb6" : "wbT"));  // "T": write without compression
-  if (!f) throw std::runtime_error("write_lines: cannot open '" + path + "': " + std::strerror(errno));
-  for (const std::string& l : lines) {
-    if ((!l.empty() && gzwrite(f.get(), l.data(), unsigned(l.size())) == 0) || gzputc(f.get(), '\n') < 0)
-      throw std::runtime_error("write_lines: cannot write '" + path + "'");
-  }
-  if (gzclose(f.release()) != Z_OK) throw std::runtime_error("write_lines: cannot close '" + path + "'");
+  std::string text;
+  for (const std::string& l : lines) text += l + "\n";
+  if (!gzip) return write_file_atomic(path, text);
+  z_stream z{};
+  if (deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw std::runtime_error("write_lines: zlib failed to start");
+  std::string out(deflateBound(&z, uLong(text.size())), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(text.data());
+  z.avail_in = uInt(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = uInt(out.size());
+  const int rc = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END) throw std::runtime_error("write_lines: '" + path + "': gzip compression failed");
+  write_file_atomic(path, out);
 }
 
 }  // namespace attn::data

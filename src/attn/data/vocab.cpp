@@ -1,5 +1,7 @@
 #include "attn/data/vocab.h"
 
+#include "attn/tensor/safetensors.h"
+
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
 
@@ -74,9 +76,7 @@ void SubwordVocab::train(const std::vector<const std::vector<std::string>*>& cor
   std::string proto;
   const auto status = sentencepiece::SentencePieceTrainer::Train(args, &it, &proto);
   if (!status.ok()) throw std::runtime_error("SubwordVocab::train: SentencePiece failed: " + status.ToString());
-  std::ofstream out(model_path, std::ios::binary);
-  out.write(proto.data(), std::streamsize(proto.size()));
-  if (!out.good()) throw std::runtime_error("SubwordVocab::train: cannot write '" + model_path + "'");
+  write_file_atomic(model_path, proto);
 }
 
 SubwordVocab SubwordVocab::load(const std::string& model_path) {

@@ -12,15 +12,23 @@ std::vector<Translation> translate_lines(const models::Seq2SeqModel& model, cons
                                          const data::SubwordVocab& tgt_vocab, const std::vector<std::string>& lines,
                                          const TranslateOptions& options) {
   if (options.batch_sentences < 1) throw std::invalid_argument("translate: batch_sentences must be >= 1");
+  auto line_name = [&](size_t i) { return "line " + std::to_string(options.first_line + int64_t(i)); };
   for (size_t i = 0; i < lines.size(); ++i) {
     size_t bad = data::find_invalid_utf8(lines[i]);
-    if (bad != std::string::npos)
-      throw std::invalid_argument("line " + std::to_string(i + 1) + ": invalid UTF-8 at byte " + std::to_string(bad));
+    if (bad != std::string::npos) throw std::invalid_argument(line_name(i) + ": invalid UTF-8 at byte " + std::to_string(bad));
   }
   std::vector<std::vector<int>> ids = src_vocab.encode_all(lines);
-  for (auto& s : ids)
-    if (options.max_src_tokens > 0 && int64_t(s.size()) > options.max_src_tokens) s.resize(size_t(options.max_src_tokens));
   std::vector<Translation> out(lines.size());
+  for (size_t i = 0; i < ids.size(); ++i) {  // the over-long line rule, before anything is decoded
+    const int64_t n = int64_t(ids[i].size()), limit = options.max_src_tokens;
+    if (limit <= 0 || n <= limit) continue;
+    if (options.long_lines == LongLines::Error)
+      throw std::invalid_argument(line_name(i) + ": " + std::to_string(n) + " source pieces, over the limit of " +
+                                  std::to_string(limit));
+    out[i].over_long_pieces = n;
+    if (options.long_lines == LongLines::Skip) ids[i].clear();
+    else ids[i].resize(size_t(limit));
+  }
   SearchOptions so = options.search;
   if (!so.prepared) so.prepared = model.prepare_decoder(options.batch_sentences * so.beam);  // once for all batches
   std::vector<size_t> order;

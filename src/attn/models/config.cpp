@@ -27,8 +27,10 @@ const char* lookup(const std::vector<std::pair<std::string, E>>& names, E e) {
   return "?";
 }
 
-void require(bool ok, const std::string& msg) {
-  if (!ok) throw std::invalid_argument("model config: " + msg);
+// Throws "model config: <msg>" as a config::FieldError naming `field` (a
+// training config's YAML reader finds the key's line by "model.<field>").
+void require(bool ok, const std::string& field, const std::string& msg) {
+  if (!ok) throw config::FieldError(field, "model config: " + msg, "model." + field);
 }
 
 }  // namespace
@@ -49,49 +51,49 @@ int64_t min_parameter_count(const ModelConfig& c) {
 }
 
 void validate(const ModelConfig& c) {
-  require(c.src_vocab > 4, "src_vocab " + std::to_string(c.src_vocab) + " must be > 4 (4 special ids)");
-  require(c.tgt_vocab > 4, "tgt_vocab " + std::to_string(c.tgt_vocab) + " must be > 4 (4 special ids)");
+  require(c.src_vocab > 4, "src_vocab", "src_vocab " + std::to_string(c.src_vocab) + " must be > 4 (4 special ids)");
+  require(c.tgt_vocab > 4, "tgt_vocab", "tgt_vocab " + std::to_string(c.tgt_vocab) + " must be > 4 (4 special ids)");
   for (auto [n, v] : {std::pair<const char*, int64_t>{"embed", c.embed}, {"encoder_hidden", c.encoder_hidden},
                       {"encoder_layers", c.encoder_layers}, {"decoder_hidden", c.decoder_hidden},
                       {"decoder_layers", c.decoder_layers}, {"attention", c.attention}, {"readout", c.readout}})
-    require(v > 0, std::string(n) + " = " + std::to_string(v) + " must be > 0");
+    require(v > 0, n, std::string(n) + " = " + std::to_string(v) + " must be > 0");
   // Upper bounds so that a lying config is refused before the model is allocated
   // (their products below stay far from int64 overflow).
-  require(c.src_vocab <= kMaxVocab && c.tgt_vocab <= kMaxVocab,
+  require(c.src_vocab <= kMaxVocab && c.tgt_vocab <= kMaxVocab, c.src_vocab > kMaxVocab ? "src_vocab" : "tgt_vocab",
           "vocabulary size above the limit of " + std::to_string(kMaxVocab));
   for (auto [n, v] : {std::pair<const char*, int64_t>{"embed", c.embed}, {"encoder_hidden", c.encoder_hidden},
                       {"decoder_hidden", c.decoder_hidden}, {"attention", c.attention}, {"readout", c.readout},
                       {"window_half_width", c.window_half_width}})
-    require(v <= kMaxWidth, std::string(n) + " = " + std::to_string(v) + " above the limit of " + std::to_string(kMaxWidth));
-  require(c.encoder_layers <= kMaxLayers && c.decoder_layers <= kMaxLayers,
-          "layers above the limit of " + std::to_string(kMaxLayers));
-  require(c.dropout >= 0 && c.dropout < 1, "dropout " + std::to_string(c.dropout) + " outside [0, 1)");
-  require(c.window_half_width >= 0, "window_half_width must be >= 0");
+    require(v <= kMaxWidth, n, std::string(n) + " = " + std::to_string(v) + " above the limit of " + std::to_string(kMaxWidth));
+  for (auto [n, v] : {std::pair<const char*, int64_t>{"encoder_layers", c.encoder_layers}, {"decoder_layers", c.decoder_layers}})
+    require(v <= kMaxLayers, n, std::string(n) + " = " + std::to_string(v) + " above the limit of " + std::to_string(kMaxLayers));
+  require(c.dropout >= 0 && c.dropout < 1, "dropout", "dropout " + std::to_string(c.dropout) + " outside [0, 1)");
+  require(c.window_half_width >= 0, "window_half_width", "window_half_width must be >= 0");
   const int64_t smaller_vocab = std::min(c.src_vocab, c.tgt_vocab);
   for (auto [n, id] : {std::pair<const char*, int>{"pad_id", c.specials.pad}, {"bos_id", c.specials.bos},
                        {"eos_id", c.specials.eos}, {"unk_id", c.specials.unk}})
-    require(id >= 0 && id < smaller_vocab, std::string(n) + " = " + std::to_string(id) + " outside [0, " +
+    require(id >= 0 && id < smaller_vocab, n, std::string(n) + " = " + std::to_string(id) + " outside [0, " +
                                                std::to_string(smaller_vocab) + ")");
   if (c.tied_embeddings == TiedEmbeddings::All)
-    require(c.src_vocab == c.tgt_vocab, "tied_embeddings: all needs one joint vocabulary (src_vocab " +
+    require(c.src_vocab == c.tgt_vocab, "tied_embeddings", "tied_embeddings: all needs one joint vocabulary (src_vocab " +
                                             std::to_string(c.src_vocab) + " != tgt_vocab " +
                                             std::to_string(c.tgt_vocab) + ")");
   if (c.type == ModelType::RnnSearch) {
-    require(c.cell == CellType::Gru, "rnnsearch uses GRU cells (Bahdanau et al.); set cell: gru or type: luong");
-    require(c.decoder_layers == 1, "rnnsearch has one decoder layer; decoder_layers = " +
+    require(c.cell == CellType::Gru, "cell", "rnnsearch uses GRU cells (Bahdanau et al.); set cell: gru or type: luong");
+    require(c.decoder_layers == 1, "decoder_layers", "rnnsearch has one decoder layer; decoder_layers = " +
                                        std::to_string(c.decoder_layers));
-    require(c.bidirectional, "rnnsearch's encoder is bidirectional; set bidirectional: true or type: luong");
+    require(c.bidirectional, "bidirectional", "rnnsearch's encoder is bidirectional; set bidirectional: true or type: luong");
     if (c.tied_embeddings != TiedEmbeddings::None)
-      require(c.readout == c.embed, "tied_embeddings needs readout == embed (" + std::to_string(c.readout) +
+      require(c.readout == c.embed, "readout", "tied_embeddings needs readout == embed (" + std::to_string(c.readout) +
                                         " != " + std::to_string(c.embed) + ")");
   } else {
-    require(c.decoder_hidden == c.encoder_hidden * (c.bidirectional ? 2 : 1) || c.score != LuongScore::Dot,
+    require(c.decoder_hidden == c.encoder_hidden * (c.bidirectional ? 2 : 1) || c.score != LuongScore::Dot, "score",
             "luong dot scores need decoder_hidden == encoder output size (" + std::to_string(c.decoder_hidden) +
                 " vs " + std::to_string(c.encoder_hidden * (c.bidirectional ? 2 : 1)) + "); use score: general");
-    require(c.window == LuongWindow::Global || c.score != LuongScore::Concat,
+    require(c.window == LuongWindow::Global || c.score != LuongScore::Concat, "window",
             "local attention (window local-m / local-p) supports score dot or general, not concat");
     if (c.tied_embeddings != TiedEmbeddings::None)
-      require(c.decoder_hidden == c.embed, "tied_embeddings needs decoder_hidden == embed for luong (" +
+      require(c.decoder_hidden == c.embed, "decoder_hidden", "tied_embeddings needs decoder_hidden == embed for luong (" +
                                                std::to_string(c.decoder_hidden) + " != " + std::to_string(c.embed) +
                                                ")");
   }
@@ -151,10 +153,10 @@ ModelConfig model_config_from_json(const std::string& json_text, const std::stri
   c.decoder_init = r.get_enum("decoder_init", c.decoder_init, kInits);
   c.dropout = r.get_double("dropout", c.dropout);
   c.tied_embeddings = r.get_enum("tied_embeddings", c.tied_embeddings, kTied);
-  c.specials.pad = int(r.get_int("pad_id", c.specials.pad));
-  c.specials.bos = int(r.get_int("bos_id", c.specials.bos));
-  c.specials.eos = int(r.get_int("eos_id", c.specials.eos));
-  c.specials.unk = int(r.get_int("unk_id", c.specials.unk));
+  c.specials.pad = int(r.get_int("pad_id", c.specials.pad, 0, kMaxVocab));
+  c.specials.bos = int(r.get_int("bos_id", c.specials.bos, 0, kMaxVocab));
+  c.specials.eos = int(r.get_int("eos_id", c.specials.eos, 0, kMaxVocab));
+  c.specials.unk = int(r.get_int("unk_id", c.specials.unk, 0, kMaxVocab));
   r.finish();
   return c;
 }

@@ -1,5 +1,7 @@
 #include "attn/serve/server.h"
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <chrono>
 #include <optional>
@@ -57,6 +59,7 @@ struct Server::Impl {
   RouteContext context;
   httplib::Server http;
   int port = -1;
+  int listen_fd = -1;  // the listening socket (httplib's socket options hook reports it)
   std::atomic<bool> stop_requested{false}, running{false};
 
   Impl(const decode::TranslationModel& m, ServerOptions o)
@@ -82,8 +85,19 @@ struct Server::Impl {
     // second waits for the client's delayed ACK, ~40-100 ms on every request
     http.set_tcp_nodelay(true);
     http.set_payload_max_length(options.max_body);
-    http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+    http.set_socket_options([this](socket_t sock) {
+      httplib::default_socket_options(sock);
+      listen_fd = sock;
+    });
+    http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
       request_start = std::chrono::steady_clock::now();
+      // httplib 0.11 reads a chunked body whole, past --max-body (a 1 MiB body reached the
+      // route): refused here, before its body is read; every client of the API sends a length
+      if (req.has_header("Transfer-Encoding")) {
+        set_error(res, 411, "a request body needs a Content-Length (Transfer-Encoding is not accepted)");
+        res.set_header("Connection", "close");
+        return httplib::Server::HandlerResponse::Handled;
+      }
       return httplib::Server::HandlerResponse::Unhandled;
     });
     http.set_error_handler(httplib::Server::HandlerWithResponse(
@@ -120,6 +134,10 @@ int Server::bind() {
                                : (s.http.bind_to_port(s.options.host, s.options.port) ? s.options.port : -1);
   if (s.port < 0)
     throw std::runtime_error("serve: cannot listen on " + s.options.host + ":" + std::to_string(s.options.port));
+  // httplib 0.11 listens with a backlog of 5: of 1,000 clients connecting at once most
+  // would wait for SYN retransmissions (1 s, 3 s, 7 s, ...). Listening again only
+  // raises the backlog (to the kernel's cap): they queue until a connection thread is free.
+  if (s.listen_fd >= 0) ::listen(s.listen_fd, SOMAXCONN);
   return s.port;
 }
 

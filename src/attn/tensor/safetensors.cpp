@@ -1,6 +1,7 @@
 #include "attn/tensor/safetensors.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,18 +47,37 @@ void write_all(int fd, const char* p, size_t n, const std::string& path) {
 }  // namespace
 
 void write_file_atomic(const std::string& path, const std::string& bytes, bool durable) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    // a device or a pipe (/dev/stdout, /dev/full, a FIFO): written in place,
+    // never replaced by a regular file
+    int fd = ::open(path.c_str(), O_WRONLY);
+    if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
+    try {
+      write_all(fd, bytes.data(), bytes.size(), path);
+    } catch (...) {
+      ::close(fd);
+      throw;
+    }
+    if (::close(fd) != 0) fail(path, std::string("write failed: ") + std::strerror(errno));
+    return;
+  }
   std::string tmp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) fail(tmp, std::string("cannot create: ") + std::strerror(errno));
+  if (fd < 0) fail(path, "cannot create the temporary file " + tmp + ": " + std::strerror(errno));
   try {
-    write_all(fd, bytes.data(), bytes.size(), tmp);
-    if (durable && ::fsync(fd) != 0) fail(tmp, std::string("fsync failed: ") + std::strerror(errno));
+    write_all(fd, bytes.data(), bytes.size(), path);
+    if (durable && ::fsync(fd) != 0) fail(path, std::string("write failed (fsync): ") + std::strerror(errno));
   } catch (...) {
     ::close(fd);
     ::unlink(tmp.c_str());
     throw;
   }
-  ::close(fd);
+  if (::close(fd) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    fail(path, std::string("write failed: ") + std::strerror(e));
+  }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int e = errno;
     ::unlink(tmp.c_str());

@@ -33,6 +33,9 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
 SafetensorsFile load_safetensors(const std::string& path);
 
 // Replaces the file at `path` atomically with `bytes` (temporary file, fsync, rename).
+// A `path` that exists and is not a regular file (/dev/stdout, a FIFO) is written
+// in place instead. Throws std::runtime_error "<path>: write failed: <reason>"
+// (or "cannot create ...", "cannot rename ...") and leaves no temporary file.
 // `durable` false skips both fsyncs (of the file and of its folder): a reader still
 // never sees half a file, but a power cut may lose it; for files that are cheap to
 // make again (a generated data set's images: the fsyncs cost ~9 ms a file here).

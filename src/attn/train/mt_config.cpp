@@ -2,7 +2,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <map>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -16,6 +19,11 @@ namespace {
 using nlohmann::json;
 
 constexpr int64_t kMaxVocabSize = models::kMaxVocab;
+// Upper bounds of the counts and sizes a config may give: far above any real
+// run, so they only catch typos and values that would overflow an int.
+constexpr int64_t kMaxCount = int64_t(1) << 40;   // steps, epochs, sentences, patience
+constexpr int64_t kMaxTokens = int64_t(1) << 30;  // tokens or sentences per batch, pieces per sentence
+constexpr int64_t kMaxColumn = 1 << 20;           // a TSV field
 
 // A YAML scalar as JSON: quoted -> string; else null, bool, integer, float, or string.
 json scalar_to_json(const YAML::Node& n) {
@@ -29,18 +37,23 @@ json scalar_to_json(const YAML::Node& n) {
   if (ec == std::errc() && p == s.data() + s.size()) return i;
   char* end = nullptr;
   double d = std::strtod(s.c_str(), &end);
-  if (end && *end == '\0' && end != s.c_str()) return d;
+  // nan, inf and 1e999 stay text: JSON has no such numbers (they would be dumped as null,
+  // i.e. "use the default"), so a number field refuses them by name
+  if (end && *end == '\0' && end != s.c_str() && std::isfinite(d)) return d;
   return s;
 }
 
-json yaml_to_json(const YAML::Node& n) {
+// The 1-based line of every key of a YAML config, by its dotted path ("model.dropout").
+using KeyLines = std::map<std::string, int>;
+
+json yaml_to_json(const YAML::Node& n, KeyLines* lines = nullptr, const std::string& prefix = "") {
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined: return nullptr;
     case YAML::NodeType::Scalar: return scalar_to_json(n);
     case YAML::NodeType::Sequence: {
       json a = json::array();
-      for (const auto& e : n) a.push_back(yaml_to_json(e));
+      for (const auto& e : n) a.push_back(yaml_to_json(e, lines, prefix));
       return a;
     }
     case YAML::NodeType::Map: {
@@ -51,7 +64,9 @@ json yaml_to_json(const YAML::Node& n) {
         if (o.contains(key))
           throw std::invalid_argument("line " + std::to_string(kv.first.Mark().line + 1) + ": duplicate key '" + key +
                                       "'");
-        o[key] = yaml_to_json(kv.second);
+        const std::string path = prefix.empty() ? key : prefix + "." + key;
+        if (lines) (*lines)[path] = kv.first.Mark().line + 1;
+        o[key] = yaml_to_json(kv.second, lines, path);
       }
       return o;
     }
@@ -95,15 +110,15 @@ DataConfig read_data(const json& j) {
   d.valid_src = r.get_string("valid_src", d.valid_src);
   d.valid_tgt = r.get_string("valid_tgt", d.valid_tgt);
   d.valid_tsv = r.get_string("valid_tsv", d.valid_tsv);
-  d.valid_holdout = r.get_int("valid_holdout", d.valid_holdout);
-  d.test_holdout = r.get_int("test_holdout", d.test_holdout);
-  d.split_seed = uint64_t(r.get_int("split_seed", int64_t(d.split_seed)));
-  d.tsv_src_column = int(r.get_int("tsv_src_column", d.tsv_src_column));
-  d.tsv_tgt_column = int(r.get_int("tsv_tgt_column", d.tsv_tgt_column));
-  d.max_src_tokens = r.get_int("max_src_tokens", d.max_src_tokens);
-  d.max_tgt_tokens = r.get_int("max_tgt_tokens", d.max_tgt_tokens);
-  d.max_ratio = r.get_double("max_ratio", d.max_ratio);
-  d.casual_source_share = r.get_double("casual_source_share", d.casual_source_share);
+  d.valid_holdout = r.get_int("valid_holdout", d.valid_holdout, 0, kMaxCount);
+  d.test_holdout = r.get_int("test_holdout", d.test_holdout, 0, kMaxCount);
+  d.split_seed = uint64_t(r.get_int("split_seed", int64_t(d.split_seed), 0, INT64_MAX));
+  d.tsv_src_column = int(r.get_int("tsv_src_column", d.tsv_src_column, 0, kMaxColumn));
+  d.tsv_tgt_column = int(r.get_int("tsv_tgt_column", d.tsv_tgt_column, 0, kMaxColumn));
+  d.max_src_tokens = r.get_int("max_src_tokens", d.max_src_tokens, 1, kMaxTokens);
+  d.max_tgt_tokens = r.get_int("max_tgt_tokens", d.max_tgt_tokens, 1, kMaxTokens);
+  d.max_ratio = r.get_double("max_ratio", d.max_ratio, 0, 1e6);
+  d.casual_source_share = r.get_double("casual_source_share", d.casual_source_share, 0, 1);
   r.finish();
   const bool files = !d.train_src.empty() || !d.train_tgt.empty();
   if (files == !d.train_tsv.empty())
@@ -126,17 +141,13 @@ VocabConfig read_vocab(const json& j) {
   config::ObjectReader r(j, "vocab");
   VocabConfig v;
   v.joint = r.get_bool("joint", v.joint);
-  const int64_t size = r.get_int("size", v.size);
-  if (size > kMaxVocabSize)  // checked before narrowing: 4294967301 must not wrap to 5
-    throw std::invalid_argument("vocab.size " + std::to_string(size) + " above the limit of " +
-                                std::to_string(kMaxVocabSize));
-  v.size = int(size);
+  v.size = int(r.get_int("size", v.size, 5, kMaxVocabSize));  // checked before narrowing: 4294967301 must not wrap to 5
   v.type = r.get_enum<std::string>("type", v.type, {{"unigram", "unigram"}, {"bpe", "bpe"}});
-  v.character_coverage = r.get_double("character_coverage", v.character_coverage);
+  v.character_coverage = r.get_double("character_coverage", v.character_coverage, 0, 1);
   v.src_model = r.get_string("src_model", v.src_model);
   v.tgt_model = r.get_string("tgt_model", v.tgt_model);
   r.finish();
-  if (v.size <= 4) throw std::invalid_argument("vocab.size must be > 4");
+  if (!(v.character_coverage > 0)) throw std::invalid_argument("vocab.character_coverage must be in (0, 1]");
   if (!v.joint && v.src_model.empty() != v.tgt_model.empty())
     throw std::invalid_argument("vocab: separate vocabularies need both src_model and tgt_model, or neither");
   return v;
@@ -146,29 +157,29 @@ TrainOptions read_train(const json& j) {
   config::ObjectReader r(j, "train");
   TrainOptions t;
   t.out_dir = r.get_string("out_dir", t.out_dir);
-  t.seed = uint64_t(r.get_int("seed", int64_t(t.seed)));
-  t.threads = int(r.get_int("threads", t.threads));
-  t.max_tokens = r.get_int("max_tokens", t.max_tokens);
-  t.max_sentences = r.get_int("max_sentences", t.max_sentences);
-  t.lr = r.get_double("lr", t.lr);
-  t.beta2 = r.get_double("beta2", t.beta2);
-  t.weight_decay = r.get_double("weight_decay", t.weight_decay);
-  t.clip = r.get_double("clip", t.clip);
-  t.label_smoothing = r.get_double("label_smoothing", t.label_smoothing);
-  t.max_epochs = r.get_int("max_epochs", t.max_epochs);
-  t.max_steps = r.get_int("max_steps", t.max_steps);
-  t.max_minutes = r.get_double("max_minutes", t.max_minutes);
-  t.valid_every = r.get_int("valid_every", t.valid_every);
-  t.log_every = r.get_int("log_every", t.log_every);
-  t.checkpoint_minutes = r.get_double("checkpoint_minutes", t.checkpoint_minutes);
+  t.seed = uint64_t(r.get_int("seed", int64_t(t.seed), 0, INT64_MAX));
+  t.threads = int(r.get_int("threads", t.threads, 0, 4096));
+  t.max_tokens = r.get_int("max_tokens", t.max_tokens, 1, kMaxTokens);
+  t.max_sentences = r.get_int("max_sentences", t.max_sentences, 0, kMaxTokens);
+  t.lr = r.get_double("lr", t.lr, 0, 10);
+  t.beta2 = r.get_double("beta2", t.beta2, 0, 1);
+  t.weight_decay = r.get_double("weight_decay", t.weight_decay, 0, 10);
+  t.clip = r.get_double("clip", t.clip, 0, 1e9);
+  t.label_smoothing = r.get_double("label_smoothing", t.label_smoothing, 0, 1);
+  t.max_epochs = r.get_int("max_epochs", t.max_epochs, 0, kMaxCount);
+  t.max_steps = r.get_int("max_steps", t.max_steps, 0, kMaxCount);
+  t.max_minutes = r.get_double("max_minutes", t.max_minutes, 0, 1e9);
+  t.valid_every = r.get_int("valid_every", t.valid_every, 0, kMaxCount);
+  t.log_every = r.get_int("log_every", t.log_every, 1, kMaxCount);
+  t.checkpoint_minutes = r.get_double("checkpoint_minutes", t.checkpoint_minutes, 0, 1e9);
   t.metric = r.get_enum<std::string>("metric", t.metric, {{"bleu", "bleu"}, {"perplexity", "perplexity"}});
-  t.lr_decay = r.get_double("lr_decay", t.lr_decay);
-  t.lr_patience = r.get_int("lr_patience", t.lr_patience);
-  t.min_lr = r.get_double("min_lr", t.min_lr);
-  t.early_stop = r.get_int("early_stop", t.early_stop);
-  t.valid_bleu_sentences = r.get_int("valid_bleu_sentences", t.valid_bleu_sentences);
-  t.valid_beam = int(r.get_int("valid_beam", t.valid_beam));
-  t.valid_batch_sentences = r.get_int("valid_batch_sentences", t.valid_batch_sentences);
+  t.lr_decay = r.get_double("lr_decay", t.lr_decay, 0, 1);
+  t.lr_patience = r.get_int("lr_patience", t.lr_patience, 0, kMaxCount);
+  t.min_lr = r.get_double("min_lr", t.min_lr, 0, 10);
+  t.early_stop = r.get_int("early_stop", t.early_stop, 0, kMaxCount);
+  t.valid_bleu_sentences = r.get_int("valid_bleu_sentences", t.valid_bleu_sentences, 0, kMaxCount);
+  t.valid_beam = int(r.get_int("valid_beam", t.valid_beam, 1, 256));
+  t.valid_batch_sentences = r.get_int("valid_batch_sentences", t.valid_batch_sentences, 1, kMaxTokens);
   t.snapshots = r.get_bool("snapshots", t.snapshots);
   r.finish();
   auto need = [](bool ok, const std::string& msg) {
@@ -178,7 +189,8 @@ TrainOptions read_train(const json& j) {
   need(t.max_tokens > 0, "max_tokens must be > 0");
   need(t.lr > 0, "lr must be > 0");
   need(t.clip >= 0, "clip must be >= 0");
-  need(t.label_smoothing >= 0 && t.label_smoothing < 1, "label_smoothing must be in [0, 1)");
+  need(t.label_smoothing < 1, "label_smoothing must be in [0, 1)");
+  need(t.beta2 < 1, "beta2 must be in [0, 1)");
   need(t.max_epochs > 0 || t.max_steps > 0 || t.max_minutes > 0,
        "max_epochs, max_steps and max_minutes are all 0: the run would never end");
   need(t.valid_every >= 0 && t.log_every > 0, "valid_every must be >= 0 and log_every > 0");
@@ -194,14 +206,20 @@ TrainOptions read_train(const json& j) {
 TrainConfig parse_train_config(const std::string& yaml_text, const std::vector<std::string>& overrides,
                                const std::string& origin) {
   json root;
+  KeyLines lines;
   try {
-    root = yaml_to_json(YAML::Load(yaml_text));
+    root = yaml_to_json(YAML::Load(yaml_text), &lines);
   } catch (const YAML::Exception& e) {
-    throw std::invalid_argument(origin + ": not valid YAML: " + e.what());
+    // e.mark.line is 0-based; yaml-cpp's what() repeats it 1-based as "yaml-cpp: error at line L, column C: ..."
+    throw std::invalid_argument(origin + ": YAML syntax error at line " + std::to_string(e.mark.line + 1) + ", column " +
+                                std::to_string(e.mark.column + 1) + ": " + e.msg);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(origin + ": " + e.what());
   }
   if (root.is_null()) root = json::object();
+  if (!root.is_object())  // a scalar or a list: e.g. a first line without "key:"
+    throw std::invalid_argument(origin + ": not a YAML mapping of sections (data:, vocab:, model:, train:), got " +
+                                root.dump());
   try {
     for (const std::string& o : overrides) apply_override(root, o);
     config::ObjectReader r(root, "config");
@@ -211,13 +229,23 @@ TrainConfig parse_train_config(const std::string& yaml_text, const std::vector<s
     const json* v = r.child("vocab");
     const json* m = r.child("model");
     const json* t = r.child("train");
+    r.finish();  // an unknown section first: "modle:" must not be reported as a missing model
     if (!d) throw std::invalid_argument("data: section missing (training and validation corpora)");
     c.data = read_data(*d);
     c.vocab = read_vocab(v ? *v : empty);
     c.model = models::model_config_from_json((m ? *m : empty).dump(), "model");
     c.train = read_train(t ? *t : empty);
-    r.finish();
+    // The whole model config now, before any corpus is read or a vocabulary trained:
+    // the vocabulary sizes are not known yet, so a placeholder stands in for them.
+    models::ModelConfig probe = c.model;
+    probe.src_vocab = probe.tgt_vocab = std::max(c.vocab.size, 5);
+    models::validate(probe);
     return c;
+  } catch (const config::FieldError& e) {
+    const std::string& path = e.path();  // "config.<section>" for a section itself
+    const auto line = lines.find(path.rfind("config.", 0) == 0 ? path.substr(7) : path);
+    throw std::invalid_argument(origin + ": " + (line == lines.end() ? "" : "line " + std::to_string(line->second) + ": ") +
+                                e.what());
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(origin + ": " + e.what());
   }

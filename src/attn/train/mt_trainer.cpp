@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "attn/autograd/node.h"
+#include "attn/tensor/safetensors.h"
 #include "attn/tensor/threading.h"
 #include "attn/train/clip_grad.h"
 #include "attn/train/optim.h"
@@ -104,7 +105,7 @@ TranslationRun::TranslationRun(const TrainConfig& config, const RunOptions& run)
       state_(run.resume ? TrainingState::restore(newest_checkpoint(), *model_, model_json_, adam_, t_)
                         : TrainingState(t_)) {
   loss_options_.label_smoothing = float(t_.label_smoothing);
-  if (!run.resume) std::ofstream(out_ + "/train_config.json") << to_json(cfg_) << "\n";
+  if (!run.resume) write_file_atomic(out_ + "/train_config.json", to_json(cfg_) + "\n");
   print_header();
 }
 

@@ -53,6 +53,7 @@ Validation Validator::run(models::Seq2SeqModel& model) const {
     o.search.beam = t_.valid_beam;
     o.search.alignments = false;
     o.batch_sentences = t_.valid_batch_sentences;
+    o.max_src_tokens = 0;  // every validation sentence whole, as its perplexity (never cut silently)
     std::vector<decode::Translation> tr = decode::translate_lines(model, sv_, tv_, src_, o);
     std::vector<std::string> hyps;
     for (const auto& x : tr) hyps.push_back(x.hypotheses.empty() ? "" : x.hypotheses[0].text);

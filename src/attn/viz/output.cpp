@@ -4,9 +4,11 @@
 #include <cairo-svg.h>
 
 #include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <stdexcept>
 #include <unistd.h>
 
@@ -80,21 +82,23 @@ std::string render_cairo(Format f, double width, double height, const std::funct
 void write_replacing(const std::string& path, const std::string& bytes) {
   namespace fs = std::filesystem;
   const fs::path target(path);
+  std::error_code ec;
+  const bool in_place = fs::exists(target, ec) && !fs::is_regular_file(target, ec);  // /dev/stdout, a FIFO
   std::string tmp_name = ".";  // hidden, beside the target (same file system, so rename is atomic)
   tmp_name += target.filename().string();
   tmp_name += ".tmp" + std::to_string(::getpid());
-  const fs::path tmp = target.parent_path() / tmp_name;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), std::streamsize(bytes.size()));
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw std::runtime_error(path + ": cannot write");
-    }
+  const fs::path tmp = in_place ? target : target.parent_path() / tmp_name;
+  std::FILE* out = std::fopen(tmp.c_str(), "wb");
+  if (!out) throw std::runtime_error(path + ": cannot write: " + std::strerror(errno));
+  errno = 0;
+  const bool written = std::fwrite(bytes.data(), 1, bytes.size(), out) == bytes.size() && std::fflush(out) == 0;
+  const int write_errno = errno;
+  const bool closed = std::fclose(out) == 0;
+  if (!written || !closed) {
+    if (!in_place) fs::remove(tmp, ec);
+    throw std::runtime_error(path + ": write failed: " + std::strerror(write_errno ? write_errno : errno));
   }
-  std::error_code ec;
+  if (in_place) return;
   fs::rename(tmp, target, ec);
   if (ec) {
     std::error_code ignored;

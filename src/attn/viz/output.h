@@ -23,8 +23,9 @@ std::string extension(Format f);
 std::string render_cairo(Format f, double width, double height, const std::function<void(cairo_t*)>& draw);
 
 // Replaces `path` with `bytes`: written to a temporary file beside it, then
-// renamed into place, so a reader never sees half a figure. Throws
-// std::runtime_error naming the path.
+// renamed into place, so a reader never sees half a figure (a `path` that is
+// not a regular file, e.g. /dev/stdout, is written in place). Throws
+// std::runtime_error "<path>: write failed: <reason>" and leaves no temporary file.
 void write_replacing(const std::string& path, const std::string& bytes);
 
 // Text safe inside XML/HTML elements and double-quoted attributes: & < > " '.
