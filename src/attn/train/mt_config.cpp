@@ -161,6 +161,8 @@ TrainOptions read_train(const json& j) {
   t.valid_every = r.get_int("valid_every", t.valid_every);
   t.log_every = r.get_int("log_every", t.log_every);
   t.checkpoint_minutes = r.get_double("checkpoint_minutes", t.checkpoint_minutes);
+  t.checkpoint_every = r.get_int("checkpoint_every", t.checkpoint_every);
+  t.max_nonfinite_steps = r.get_int("max_nonfinite_steps", t.max_nonfinite_steps);
   t.metric = r.get_enum<std::string>("metric", t.metric, {{"bleu", "bleu"}, {"perplexity", "perplexity"}});
   t.lr_decay = r.get_double("lr_decay", t.lr_decay);
   t.lr_patience = r.get_int("lr_patience", t.lr_patience);
@@ -183,6 +185,8 @@ TrainOptions read_train(const json& j) {
        "max_epochs, max_steps and max_minutes are all 0: the run would never end");
   need(t.valid_every >= 0 && t.log_every > 0, "valid_every must be >= 0 and log_every > 0");
   need(t.checkpoint_minutes >= 0, "checkpoint_minutes must be >= 0");
+  need(t.checkpoint_every >= 0, "checkpoint_every must be >= 0");
+  need(t.max_nonfinite_steps >= 1, "max_nonfinite_steps must be >= 1");
   need(t.lr_decay > 0 && t.lr_decay <= 1, "lr_decay must be in (0, 1]");
   need(t.lr_patience >= 0 && t.early_stop >= 0, "lr_patience and early_stop must be >= 0");
   need(t.valid_beam >= 1 && t.valid_batch_sentences >= 1, "valid_beam and valid_batch_sentences must be >= 1");
@@ -262,6 +266,8 @@ std::string to_json(const TrainConfig& c) {
                 {"valid_every", t.valid_every},
                 {"log_every", t.log_every},
                 {"checkpoint_minutes", t.checkpoint_minutes},
+                {"checkpoint_every", t.checkpoint_every},
+                {"max_nonfinite_steps", t.max_nonfinite_steps},
                 {"metric", t.metric},
                 {"lr_decay", t.lr_decay},
                 {"lr_patience", t.lr_patience},
