@@ -7,7 +7,7 @@
 // slower machine must not change what is tested): the parent watches the run
 // directory with inotify and kills after a new log line (plus a random short
 // delay), as soon as a checkpoint's temporary directory appears, after 1-3 of
-// its files are complete, when the old checkpoint is moved aside, or after a
+// its files are complete, when the old checkpoint leaves its place, or after a
 // new checkpoint is in place (plus a random short delay). Checkpoints are
 // written every 2 steps (train.checkpoint_every), so many kills land inside a
 // save. After each kill the directory tells where it landed: a temporary
@@ -55,7 +55,7 @@ public:
   }
   ~DirWatch() { ::close(fd_); }
   int add(const std::string& dir) {
-    return ::inotify_add_watch(fd_, dir.c_str(), IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_MODIFY | IN_MOVE_SELF);
+    return ::inotify_add_watch(fd_, dir.c_str(), IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_MODIFY | IN_MOVE_SELF);
   }
   void remove(int wd) { ::inotify_rm_watch(fd_, wd); }
   // The next event within `ms` milliseconds, or nothing.
@@ -104,7 +104,7 @@ struct Child {
 enum class KillAt { kAfterLogLine, kSaveStarted, kSaveFilesWritten, kOldMovedAside, kAfterSave, kCount };
 const char* name(KillAt k) {
   static const char* names[] = {"after a log line", "save started", "1-3 files of a save written",
-                                "old checkpoint moved aside", "after a save"};
+                                "old checkpoint leaves its place", "after a save"};
   return names[int(k)];
 }
 
@@ -118,7 +118,8 @@ bool wait_for_moment(KillAt at, DirWatch& w, Child& c, Rng& rng) {
     switch (at) {
       case KillAt::kAfterLogLine: return in_run && (e.mask & IN_MODIFY) && e.name == "log.jsonl";
       case KillAt::kSaveStarted: return in_run && (e.mask & IN_CREATE) && e.name.rfind("checkpoint.tmp-", 0) == 0;
-      case KillAt::kOldMovedAside: return in_run && (e.mask & IN_MOVED_TO) && e.name == "checkpoint.prev";
+      case KillAt::kOldMovedAside:  // renamed to checkpoint.prev (or, were it deleted, as it goes)
+        return in_run && (e.mask & (IN_MOVED_FROM | IN_DELETE)) && e.name == "checkpoint";
       case KillAt::kAfterSave: return in_run && (e.mask & IN_MOVED_TO) && e.name == "checkpoint";
       case KillAt::kSaveFilesWritten:
         if (in_run && (e.mask & IN_CREATE) && e.name.rfind("checkpoint.tmp-", 0) == 0 && tmp_wd < 0)
@@ -242,7 +243,8 @@ TEST(KillResume, RandomSigkillsThenResumeEqualsUninterrupted) {
 
   std::cout << "[ kill-resume ] uninterrupted run " << ref_seconds << " s; " << kills << " SIGKILLs over " << launches
             << " starts (" << fresh_starts << " from scratch, no checkpoint yet), " << total_seconds
-            << " s in all\n[ kill-resume ] kill moments:";
+            << " s in all; the last kill left a checkpoint at step " << saved_step
+            << "\n[ kill-resume ] kill moments:";
   for (const auto& [m, n] : moments) std::cout << " " << m << " x" << n << ";";
   std::cout << "\n[ kill-resume ] where they landed:";
   for (const auto& [l, n] : landings) std::cout << " " << l << " x" << n << ";";
