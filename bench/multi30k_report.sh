@@ -10,7 +10,7 @@
 set -euo pipefail
 run=${1:?usage: bench/multi30k_report.sh RUN_DIR [ATTN_BINARY]}
 attn=${2:-./build/attn}
-data=${MULTI30K:-../shared/data/multi30k}
+data=${MULTI30K:-data/multi30k}  # scripts/get-multi30k.sh puts it there
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -34,10 +35,9 @@ struct Dims {
   int64_t T, B, E, S, A, Dv, Hd, G, In;
 };
 
-}  // namespace
-
-DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const Tensor& values, const Tensor& lengths,
-                                    const Tensor& s0, const DecoderLoopWeights& w) {
+// Checks the shapes and returns the loop's sizes; throws naming every shape.
+Dims check_shapes(const Tensor& emb, const Tensor& keys, const Tensor& values, const Tensor& lengths, const Tensor& s0,
+                  const DecoderLoopWeights& w) {
   bool ok = emb.defined() && keys.defined() && values.defined() && lengths.defined() && s0.defined() &&
             w.W1.defined() && w.v.defined() && w.w_ih.defined() && w.w_hh.defined() && emb.dim() == 3 &&
             keys.dim() == 3 && values.dim() == 3 && lengths.dim() == 1 && s0.dim() == 2 && w.W1.dim() == 2 &&
@@ -58,39 +58,67 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
                                 ", w_hh " + shape_str(w.w_hh) +
                                 " (expects emb [T, B, E], keys [B, S, A], values [B, S, Dv], lengths [B], s0 [B, Hd], "
                                 "W1 [A, Hd], v [A], w_ih [3Hd, E + Dv], w_hh [3Hd, Hd])");
-  const int64_t T = d.T, B = d.B, E = d.E, S = d.S, A = d.A, Dv = d.Dv, Hd = d.Hd, G = d.G, In = d.In;
-  const std::vector<int64_t> len = lengths_in_range("rnnsearch_decoder", "lengths", lengths, S);
-  Tensor b_ih = or_zeros(w.b_ih, {G}), b_hh = or_zeros(w.b_hh, {G});
+  return d;
+}
 
-  DecoderLoopOutput out;
-  out.states = Tensor::empty({T, B, Hd});
-  out.contexts = Tensor::empty({T, B, Dv});
-  Tensor gates = Tensor::empty({T * B, G});  // x W_ih^T, then the activated r, z, n (saved)
-  Tensor ghn = Tensor::empty({T * B, Hd});   // W_hn s + b_hn (saved)
-  Tensor qp = Tensor::empty({T * B, A});     // W1 s_{t-1} (saved)
-  Tensor wts = Tensor::empty({T * B, S});    // attention weights (saved)
-  Tensor sprev = Tensor::empty({T * B, Hd}); // s_{t-1} of every step (saved)
-  Tensor gh = Tensor::empty({B, G});         // s W_hh^T of one step
-  std::memcpy(sprev.data(), s0.data(), size_t(B * Hd) * sizeof(float));
+// What the forward pass saves for the backward, per step t at rows [t * B, t * B + B).
+struct Saved {
+  Tensor gates;  // [T * B, G]  x W_ih^T, then the activated r, z, n
+  Tensor ghn;    // [T * B, Hd] W_hn s + b_hn
+  Tensor qp;     // [T * B, A]  W1 s_{t-1}
+  Tensor wts;    // [T * B, S]  attention weights
+  Tensor sprev;  // [T * B, Hd] s_{t-1}
+};
+
+// s_t = GRU gates (rnn_kernels) of one step's B rows, split across threads.
+void gru_step_forward(const Dims& d, int64_t t, const float* sp, float* g, const float* gh, const Tensor& b_ih,
+                      const Tensor& b_hh, float* ghn, float* st, float* nx) {
+  const int64_t B = d.B, Hd = d.Hd, G = d.G;
+  std::vector<float*> y_rows(static_cast<size_t>(B)), next_rows(static_cast<size_t>(B));
+  for (int64_t b = 0; b < B; ++b) {
+    y_rows[size_t(b)] = st + b * Hd;
+    next_rows[size_t(b)] = nx + b * Hd;
+  }
+  const bool par_gate = B > 1 && B * Hd * 8 > kParallelGrain;
+  const int64_t chunk = par_gate ? (B + omp_get_max_threads() - 1) / omp_get_max_threads() : B;
+#pragma omp parallel for schedule(static) if (par_gate)
+  for (int64_t r0 = 0; r0 < B; r0 += chunk) {
+    rnn_kernels::GruForward a;
+    a.n = std::min(chunk, B - r0), a.hidden = Hd, a.k_begin = 0, a.k_end = Hd;
+    a.gates = g + r0 * G;
+    a.gh = gh + r0 * G;
+    a.b_ih = b_ih.data(), a.b_hh = b_hh.data();
+    a.h_prev = sp + r0 * Hd;
+    a.ghn = ghn + (t * B + r0) * Hd;
+    a.y_rows = y_rows.data() + r0, a.next_rows = next_rows.data() + r0;
+    rnn_kernels::gru_forward(a);
+  }
+}
+
+// The forward loop over T steps; fills out.states, out.contexts and `saved`.
+void forward_loop(const Dims& d, const Tensor& emb, const Tensor& keys, const Tensor& values,
+                  const std::vector<int64_t>& len, const Tensor& s0, const DecoderLoopWeights& w, DecoderLoopOutput& out,
+                  Saved& sv) {
+  const int64_t T = d.T, B = d.B, E = d.E, S = d.S, A = d.A, Dv = d.Dv, Hd = d.Hd, G = d.G, In = d.In;
+  Tensor b_ih = or_zeros(w.b_ih, {G}), b_hh = or_zeros(w.b_hh, {G});
+  Tensor gh = Tensor::empty({B, G});  // s W_hh^T of one step
+  std::memcpy(sv.sprev.data(), s0.data(), size_t(B * Hd) * sizeof(float));
   // the embedding half of every step's input projection at once: [T * B, E] x [E, 3Hd]
-  kernels::gemm(false, true, T * B, G, E, 1.0f, emb.data(), E, w.w_ih.data(), In, 0.0f, gates.data(), G);
+  kernels::gemm(false, true, T * B, G, E, 1.0f, emb.data(), E, w.w_ih.data(), In, 0.0f, sv.gates.data(), G);
 
   // The per-step products reuse weights packed once per batch (nn/step_linear.h):
   // a BLAS call would re-pack the whole weight at every step (~25% of a step).
   const nn::StepLinear q_lin(w.W1, true), hh_lin(w.w_hh, true), ic_lin(detail::columns(w.w_ih, E, Dv), true);
   const int64_t uq = q_lin.units(), uh = hh_lin.units();
   const bool par_hq = B > 1 && B * (A + G) * Hd > kParallelGrain * 32;
-
-  std::vector<float*> y_rows(static_cast<size_t>(B)), next_rows(static_cast<size_t>(B));
   const float *pk = keys.data(), *pval = values.data(), *pv = w.v.data();
   const bool par_att = B > 1 && B * S * (A + Dv) > kParallelGrain;
-  const bool par_gate = B > 1 && B * Hd * 8 > kParallelGrain;
   for (int64_t t = 0; t < T; ++t) {
-    const float* sp = sprev.data() + t * B * Hd;
-    float* q = qp.data() + t * B * A;
-    float* wt = wts.data() + t * B * S;
+    const float* sp = sv.sprev.data() + t * B * Hd;
+    float* q = sv.qp.data() + t * B * A;
+    float* wt = sv.wts.data() + t * B * S;
     float* ctx = out.contexts.data() + t * B * Dv;
-    float* g = gates.data() + t * B * G;
+    float* g = sv.gates.data() + t * B * G;
     // qp = s_{t-1} W1^T and gh = s_{t-1} W_hh^T: one parallel loop over both products' units
 #pragma omp parallel for schedule(static) if (par_hq)
     for (int64_t u = 0; u < uq + uh; ++u) {
@@ -110,108 +138,147 @@ DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const
     // gates += c_t W_ic^T (the context half of the input projection)
     apply_all(ic_lin, B, ctx, Dv, g, G, true);
     float* st = out.states.data() + t * B * Hd;
-    float* nx = t + 1 < T ? sprev.data() + (t + 1) * B * Hd : st;
-    for (int64_t b = 0; b < B; ++b) {
-      y_rows[size_t(b)] = st + b * Hd;
-      next_rows[size_t(b)] = nx + b * Hd;
-    }
-    // s_t = GRU gates (rnn_kernels), rows split across threads
+    float* nx = t + 1 < T ? sv.sprev.data() + (t + 1) * B * Hd : st;
+    gru_step_forward(d, t, sp, g, gh.data(), b_ih, b_hh, sv.ghn.data(), st, nx);
+  }
+}
+
+// What the backward reads besides `saved`: the inputs and weights, detached.
+struct BackwardInputs {
+  Dims d;
+  std::vector<int64_t> len;
+  Tensor emb, keys, values, W1, v, w_ih, w_hh, contexts;
+  bool has_bih, has_bhh;
+  Saved sv;
+};
+
+// The gradients of one step's B rows, in the order of the forward reversed:
+// GRU gates, then the context's input projection, then the attention, then
+// the query projection. Accumulates into dh (d s_{t-1}), dkeys, dvalues; writes
+// step t's rows of dgx, dgh, dqp.
+struct BackwardStep {
+  const BackwardInputs& in;
+  const nn::StepLinear &hh_t, &ic_t, &q_t;
+  Tensor dh, dgx, dgh, dkeys, dvalues, dqp, dv_part, da, dc, zero_row;
+  std::vector<const float*> dy_rows;
+
+  void gru(int64_t t, const float* dS) {
+    const Dims& d = in.d;
+    const int64_t B = d.B, Hd = d.Hd, G = d.G;
+    for (int64_t b = 0; b < B; ++b) dy_rows[size_t(b)] = dS ? dS + (t * B + b) * Hd : zero_row.data();
+    // s_t = GRU(x_t, s_{t-1}): gate gradients; dh <- (dh + dS_t) z
+    const bool par_gate = B > 1 && B * Hd * 8 > kParallelGrain;
     const int64_t chunk = par_gate ? (B + omp_get_max_threads() - 1) / omp_get_max_threads() : B;
 #pragma omp parallel for schedule(static) if (par_gate)
     for (int64_t r0 = 0; r0 < B; r0 += chunk) {
-      rnn_kernels::GruForward a;
+      rnn_kernels::GruBackward a;
       a.n = std::min(chunk, B - r0), a.hidden = Hd, a.k_begin = 0, a.k_end = Hd;
-      a.gates = g + r0 * G;
-      a.gh = gh.data() + r0 * G;
-      a.b_ih = b_ih.data(), a.b_hh = b_hh.data();
-      a.h_prev = sp + r0 * Hd;
-      a.ghn = ghn.data() + (t * B + r0) * Hd;
-      a.y_rows = y_rows.data() + r0, a.next_rows = next_rows.data() + r0;
-      rnn_kernels::gru_forward(a);
+      a.gates = in.sv.gates.data() + (t * B + r0) * G;
+      a.ghn = in.sv.ghn.data() + (t * B + r0) * Hd;
+      a.h_prev = in.sv.sprev.data() + (t * B + r0) * Hd;
+      a.dy_rows = dy_rows.data() + r0;
+      a.dh = dh.data() + r0 * Hd;
+      a.dgx = dgx.data() + (t * B + r0) * G, a.dgh = dgh.data() + (t * B + r0) * G;
+      rnn_kernels::gru_backward(a);
     }
   }
 
-  autograd::record(
-      "rnnsearch_decoder", {emb, keys, values, s0, w.W1, w.v, w.w_ih, w.w_hh, w.b_ih, w.b_hh},
-      {&out.states, &out.contexts},
-      [d, len, emb = emb.detach(), keys = keys.detach(), values = values.detach(), W1 = w.W1.detach(),
-       v = w.v.detach(), w_ih = w.w_ih.detach(), w_hh = w.w_hh.detach(), has_bih = w.b_ih.defined(),
-       has_bhh = w.b_hh.defined(), gates, ghn, qp, wts, sprev,
-       contexts = out.contexts.detach()](const std::vector<Tensor>& douts) -> std::vector<Tensor> {
-        const int64_t T = d.T, B = d.B, E = d.E, S = d.S, A = d.A, Dv = d.Dv, Hd = d.Hd, G = d.G, In = d.In;
-        const float* dS = douts[0].defined() ? douts[0].data() : nullptr;  // [T, B, Hd]
-        const float* dC = douts[1].defined() ? douts[1].data() : nullptr;  // [T, B, Dv]
-        Tensor dh = Tensor::zeros({B, Hd});  // d s_t carried backwards
-        Tensor dgx = Tensor::empty({T * B, G}), dgh = Tensor::empty({T * B, G});
-        Tensor dkeys = Tensor::zeros(keys.shape()), dvalues = Tensor::zeros(values.shape());
-        Tensor dqp = Tensor::zeros({T * B, A});
-        const int threads = omp_get_max_threads();
-        Tensor dv_part = Tensor::zeros({int64_t(threads), A});
-        Tensor da = Tensor::empty({int64_t(threads), S});
-        Tensor dc = Tensor::empty({B, Dv});
-        Tensor zero_row = Tensor::zeros({Hd});
-        std::vector<const float*> dy_rows(static_cast<size_t>(B));
-        // per-step products with weights packed once (as in the forward): x W = x (W^T)^T
-        const nn::StepLinear hh_t(detail::columns(w_hh, 0, Hd, true), true), ic_t(detail::columns(w_ih, E, Dv, true), true),
-            q_t(detail::columns(W1, 0, Hd, true), true);
-        const float *pk = keys.data(), *pval = values.data(), *pv = v.data();
-        float *pdk = dkeys.data(), *pdval = dvalues.data();
-        const bool par_att = B > 1 && B * S * (A + Dv) > kParallelGrain;
-        const bool par_gate = B > 1 && B * Hd * 8 > kParallelGrain;
-        for (int64_t t = T - 1; t >= 0; --t) {
-          for (int64_t b = 0; b < B; ++b) dy_rows[size_t(b)] = dS ? dS + (t * B + b) * Hd : zero_row.data();
-          float* dgx_t = dgx.data() + t * B * G;
-          float* dgh_t = dgh.data() + t * B * G;
-          // s_t = GRU(x_t, s_{t-1}): gate gradients; dh <- (dh + dS_t) z
-          const int64_t chunk = par_gate ? (B + omp_get_max_threads() - 1) / omp_get_max_threads() : B;
-#pragma omp parallel for schedule(static) if (par_gate)
-          for (int64_t r0 = 0; r0 < B; r0 += chunk) {
-            rnn_kernels::GruBackward a;
-            a.n = std::min(chunk, B - r0), a.hidden = Hd, a.k_begin = 0, a.k_end = Hd;
-            a.gates = gates.data() + (t * B + r0) * G;
-            a.ghn = ghn.data() + (t * B + r0) * Hd;
-            a.h_prev = sprev.data() + (t * B + r0) * Hd;
-            a.dy_rows = dy_rows.data() + r0;
-            a.dh = dh.data() + r0 * Hd;
-            a.dgx = dgx_t + r0 * G, a.dgh = dgh_t + r0 * G;
-            rnn_kernels::gru_backward(a);
-          }
-          // gh = s W_hh^T  =>  ds_{t-1} += dgh W_hh
-          apply_all(hh_t, B, dgh_t, G, dh.data(), Hd, true);
-          // x_t = [emb_t; c_t], gates_x = x_t W_ih^T  =>  dc_t = dgx W_ic (+ the output's own gradient)
-          apply_all(ic_t, B, dgx_t, G, dc.data(), Dv, false);
-          if (dC) kernels::add_inplace(dc, douts[1].narrow0(t, 1).view({B, Dv}));
-          const float* q = qp.data() + t * B * A;
-          const float* wt = wts.data() + t * B * S;
-          float* dq = dqp.data() + t * B * A;
+  void attention(int64_t t) {
+    const Dims& d = in.d;
+    const int64_t B = d.B, S = d.S, A = d.A, Dv = d.Dv;
+    const float* q = in.sv.qp.data() + t * B * A;
+    const float* wt = in.sv.wts.data() + t * B * S;
+    float* dq = dqp.data() + t * B * A;
+    const float *pk = in.keys.data(), *pval = in.values.data(), *pv = in.v.data();
+    float *pdk = dkeys.data(), *pdval = dvalues.data();
+    const bool par_att = B > 1 && B * S * (A + Dv) > kParallelGrain;
 #pragma omp parallel for schedule(static) if (par_att)
-          for (int64_t b = 0; b < B; ++b) {
-            const int tid = omp_get_thread_num();
-            // c = sum_j a_j h_j and a = softmax(e), e_j = v^T tanh(qp + kp_j): d keys, values, qp, v
-            rnnsearch_kernels::AttendBackward ab;
-            ab.A = A, ab.Dv = Dv, ab.L = len[size_t(b)];
-            ab.q = q + b * A, ab.keys = pk + b * S * A, ab.v = pv, ab.values = pval + b * S * Dv, ab.w = wt + b * S;
-            ab.dc = dc.data() + b * Dv;
-            ab.dkeys = pdk + b * S * A, ab.dvalues = pdval + b * S * Dv, ab.dq = dq + b * A;
-            ab.dv = dv_part.data() + int64_t(tid) * A, ab.da = da.data() + int64_t(tid) * S;
-            rnnsearch_kernels::attend_row_backward(ab);
-          }
-          // qp = s_{t-1} W1^T  =>  ds_{t-1} += dqp W1
-          apply_all(q_t, B, dq, A, dh.data(), Hd, true);
-        }
-        // weight gradients: one GEMM each over all T * B rows
-        Tensor dW1 = Tensor::empty(W1.shape()), dWih = Tensor::empty(w_ih.shape()), dWhh = Tensor::empty(w_hh.shape());
-        kernels::gemm(true, false, A, Hd, T * B, 1.0f, dqp.data(), A, sprev.data(), Hd, 0.0f, dW1.data(), Hd);
-        kernels::gemm(true, false, G, E, T * B, 1.0f, dgx.data(), G, emb.data(), E, 0.0f, dWih.data(), In);
-        kernels::gemm(true, false, G, Dv, T * B, 1.0f, dgx.data(), G, contexts.data(), Dv, 0.0f, dWih.data() + E, In);
-        kernels::gemm(true, false, G, Hd, T * B, 1.0f, dgh.data(), G, sprev.data(), Hd, 0.0f, dWhh.data(), Hd);
-        Tensor demb = Tensor::empty(emb.shape());
-        kernels::gemm(false, false, T * B, E, G, 1.0f, dgx.data(), G, w_ih.data(), In, 0.0f, demb.data(), E);
-        Tensor dv = kernels::sum_axis(dv_part, 0, false);
-        Tensor db_ih = has_bih ? kernels::sum_axis(dgx, 0, false) : Tensor();
-        Tensor db_hh = has_bhh ? kernels::sum_axis(dgh, 0, false) : Tensor();
-        return {demb, dkeys, dvalues, dh, dW1, dv, dWih, dWhh, db_ih, db_hh};
-      });
+    for (int64_t b = 0; b < B; ++b) {
+      const int tid = omp_get_thread_num();
+      // c = sum_j a_j h_j and a = softmax(e), e_j = v^T tanh(qp + kp_j): d keys, values, qp, v
+      rnnsearch_kernels::AttendBackward ab;
+      ab.A = A, ab.Dv = Dv, ab.L = in.len[size_t(b)];
+      ab.q = q + b * A, ab.keys = pk + b * S * A, ab.v = pv, ab.values = pval + b * S * Dv, ab.w = wt + b * S;
+      ab.dc = dc.data() + b * Dv;
+      ab.dkeys = pdk + b * S * A, ab.dvalues = pdval + b * S * Dv, ab.dq = dq + b * A;
+      ab.dv = dv_part.data() + int64_t(tid) * A, ab.da = da.data() + int64_t(tid) * S;
+      rnnsearch_kernels::attend_row_backward(ab);
+    }
+  }
+
+  void run(int64_t t, const float* dS, const Tensor& dC) {
+    const Dims& d = in.d;
+    const int64_t B = d.B, A = d.A, Dv = d.Dv, Hd = d.Hd, G = d.G;
+    gru(t, dS);
+    // gh = s W_hh^T  =>  ds_{t-1} += dgh W_hh
+    apply_all(hh_t, B, dgh.data() + t * B * G, G, dh.data(), Hd, true);
+    // x_t = [emb_t; c_t], gates_x = x_t W_ih^T  =>  dc_t = dgx W_ic (+ the output's own gradient)
+    apply_all(ic_t, B, dgx.data() + t * B * G, G, dc.data(), Dv, false);
+    if (dC.defined()) kernels::add_inplace(dc, dC.narrow0(t, 1).view({B, Dv}));
+    attention(t);
+    // qp = s_{t-1} W1^T  =>  ds_{t-1} += dqp W1
+    apply_all(q_t, B, dqp.data() + t * B * A, A, dh.data(), Hd, true);
+  }
+};
+
+std::vector<Tensor> backward(const BackwardInputs& in, const std::vector<Tensor>& douts) {
+  const Dims& d = in.d;
+  const int64_t T = d.T, B = d.B, E = d.E, S = d.S, A = d.A, Dv = d.Dv, Hd = d.Hd, G = d.G, In = d.In;
+  // per-step products with weights packed once (as in the forward): x W = x (W^T)^T
+  const nn::StepLinear hh_t(detail::columns(in.w_hh, 0, Hd, true), true),
+      ic_t(detail::columns(in.w_ih, E, Dv, true), true), q_t(detail::columns(in.W1, 0, Hd, true), true);
+  const int threads = omp_get_max_threads();
+  BackwardStep step{in,
+                    hh_t,
+                    ic_t,
+                    q_t,
+                    Tensor::zeros({B, Hd}),  // dh: d s_t carried backwards
+                    Tensor::empty({T * B, G}),
+                    Tensor::empty({T * B, G}),
+                    Tensor::zeros(in.keys.shape()),
+                    Tensor::zeros(in.values.shape()),
+                    Tensor::zeros({T * B, A}),
+                    Tensor::zeros({int64_t(threads), A}),
+                    Tensor::empty({int64_t(threads), S}),
+                    Tensor::empty({B, Dv}),
+                    Tensor::zeros({Hd}),
+                    std::vector<const float*>(static_cast<size_t>(B))};
+  const float* dS = douts[0].defined() ? douts[0].data() : nullptr;  // [T, B, Hd]
+  for (int64_t t = T - 1; t >= 0; --t) step.run(t, dS, douts[1]);
+  // weight gradients: one GEMM each over all T * B rows
+  const Saved& sv = in.sv;
+  Tensor dW1 = Tensor::empty(in.W1.shape()), dWih = Tensor::empty(in.w_ih.shape()), dWhh = Tensor::empty(in.w_hh.shape());
+  kernels::gemm(true, false, A, Hd, T * B, 1.0f, step.dqp.data(), A, sv.sprev.data(), Hd, 0.0f, dW1.data(), Hd);
+  kernels::gemm(true, false, G, E, T * B, 1.0f, step.dgx.data(), G, in.emb.data(), E, 0.0f, dWih.data(), In);
+  kernels::gemm(true, false, G, Dv, T * B, 1.0f, step.dgx.data(), G, in.contexts.data(), Dv, 0.0f, dWih.data() + E, In);
+  kernels::gemm(true, false, G, Hd, T * B, 1.0f, step.dgh.data(), G, sv.sprev.data(), Hd, 0.0f, dWhh.data(), Hd);
+  Tensor demb = Tensor::empty(in.emb.shape());
+  kernels::gemm(false, false, T * B, E, G, 1.0f, step.dgx.data(), G, in.w_ih.data(), In, 0.0f, demb.data(), E);
+  Tensor dv = kernels::sum_axis(step.dv_part, 0, false);
+  Tensor db_ih = in.has_bih ? kernels::sum_axis(step.dgx, 0, false) : Tensor();
+  Tensor db_hh = in.has_bhh ? kernels::sum_axis(step.dgh, 0, false) : Tensor();
+  return {demb, step.dkeys, step.dvalues, step.dh, dW1, dv, dWih, dWhh, db_ih, db_hh};
+}
+
+}  // namespace
+
+DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const Tensor& values, const Tensor& lengths,
+                                    const Tensor& s0, const DecoderLoopWeights& w) {
+  const Dims d = check_shapes(emb, keys, values, lengths, s0, w);
+  const int64_t T = d.T, B = d.B, S = d.S, A = d.A, Dv = d.Dv, Hd = d.Hd, G = d.G;
+  std::vector<int64_t> len = lengths_in_range("rnnsearch_decoder", "lengths", lengths, S);
+  DecoderLoopOutput out;
+  out.states = Tensor::empty({T, B, Hd});
+  out.contexts = Tensor::empty({T, B, Dv});
+  Saved sv{Tensor::empty({T * B, G}), Tensor::empty({T * B, Hd}), Tensor::empty({T * B, A}), Tensor::empty({T * B, S}),
+           Tensor::empty({T * B, Hd})};
+  forward_loop(d, emb, keys, values, len, s0, w, out, sv);
+  auto in = std::make_shared<BackwardInputs>(BackwardInputs{
+      d, std::move(len), emb.detach(), keys.detach(), values.detach(), w.W1.detach(), w.v.detach(), w.w_ih.detach(),
+      w.w_hh.detach(), out.contexts.detach(), w.b_ih.defined(), w.b_hh.defined(), sv});
+  autograd::record("rnnsearch_decoder", {emb, keys, values, s0, w.W1, w.v, w.w_ih, w.w_hh, w.b_ih, w.b_hh},
+                   {&out.states, &out.contexts},
+                   [in](const std::vector<Tensor>& douts) -> std::vector<Tensor> { return backward(*in, douts); });
   return out;
 }
 

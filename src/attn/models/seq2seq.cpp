@@ -24,6 +24,10 @@ Tensor Seq2SeqModel::forced_logits(const data::Seq2SeqBatch& b) const {
 }
 
 Tensor Seq2SeqModel::loss(const data::Seq2SeqBatch& b, const LossOptions& options) const {
+  return cross_entropy(b, options);
+}
+
+Tensor Seq2SeqModel::cross_entropy(const data::Seq2SeqBatch& b, const LossOptions& options) const {
   Tensor features = forced_features(b);    // [T * B, R], time-major
   Tensor targets = time_major(b.tgt_out);  // [T, B]
   CrossEntropyOptions ce;

@@ -145,11 +145,17 @@ public:
   // Teacher-forced logits [T * B, V] (time-major, as forced_features).
   Tensor forced_logits(const data::Seq2SeqBatch& b) const;
 
-  // Mean cross-entropy per target token (padding ignored, label smoothing as
-  // PyTorch's) of the teacher-forced batch: a scalar. The vocabulary
-  // projection of all steps and the loss run as one fused op
-  // (models/output_loss.h), which never keeps the [T * B, V] logits.
-  Tensor loss(const data::Seq2SeqBatch& b, const LossOptions& options = {}) const;
+  // The training loss of the teacher-forced batch, a scalar: by default the
+  // mean cross-entropy per target token (padding ignored, label smoothing as
+  // PyTorch's), the vocabulary projection of all steps and the loss run as one
+  // fused op (models/output_loss.h), which never keeps the [T * B, V] logits.
+  // A model kind with terms of its own (a regulariser on its attention, a
+  // REINFORCE term) overrides it and adds them to cross_entropy(); the
+  // trainer only ever calls loss().
+  virtual Tensor loss(const data::Seq2SeqBatch& b, const LossOptions& options = {}) const;
+
+  // The default loss above: mean cross-entropy per target token.
+  Tensor cross_entropy(const data::Seq2SeqBatch& b, const LossOptions& options = {}) const;
 
   // The Rng that draws the model's dropout masks: the stream "dropout_rng" of
   // named_rngs(), which checkpoints save with every other stream of its layers.

@@ -9,18 +9,16 @@
 #include <stdexcept>
 
 #include "attn/autograd/node.h"
-#include "attn/data/batcher.h"
 #include "attn/tensor/safetensors.h"
 #include "attn/tensor/threading.h"
 #include "attn/train/clip_grad.h"
 #include "attn/train/optim.h"
 #include "attn/train/checkpoint_slot.h"
-#include "attn/train/run_data.h"
 #include "attn/train/run_lock.h"
 #include "attn/train/seed.h"
 #include "attn/train/train_log.h"
 #include "attn/train/training_state.h"
-#include "attn/train/validator.h"
+#include "attn/train/translation_task.h"
 
 namespace attn::train {
 namespace {
@@ -56,25 +54,6 @@ void check_run_dir(const std::string& out, bool resume) {
     throw std::runtime_error(out + ": holds a checkpoint already; pass --resume to continue it, or use another out_dir");
 }
 
-// The config's model with the sizes and special ids of the run's vocabularies.
-models::ModelConfig model_config_for(const models::ModelConfig& config, const RunData& d) {
-  models::ModelConfig c = config;
-  c.src_vocab = d.src_vocab.size();
-  c.tgt_vocab = d.tgt_vocab.size();
-  c.specials = d.tgt_vocab.specials();
-  models::validate(c);
-  return c;
-}
-
-data::Batcher make_batcher(const RunData& d, const TrainOptions& t) {
-  data::BatchOptions bo;
-  bo.max_tokens = t.max_tokens;
-  bo.max_sentences = t.max_sentences;
-  bo.seed = derive_seed(t.seed, "data");
-  bo.specials = d.tgt_vocab.specials();
-  return data::Batcher(d.train, bo);
-}
-
 // One training run: the parts built in the order the run needs them.
 class TranslationRun {
 public:
@@ -100,9 +79,7 @@ private:
   const Clock::time_point t0_ = Clock::now();  // wall time of this invocation
   Clock::time_point last_checkpoint_ = Clock::now();
   TrainLog log_;
-  RunData data_;
-  data::Batcher batcher_;
-  Validator validator_;
+  std::unique_ptr<TrainingTask> task_;
   const models::ModelConfig model_config_;
   const std::string model_json_;
   std::unique_ptr<models::Seq2SeqModel> model_;
@@ -128,10 +105,9 @@ TranslationRun::TranslationRun(const TrainConfig& config, const RunOptions& run)
       lock_(t_.out_dir),
       out_((check_run_dir(t_.out_dir, run.resume), set_num_threads(t_.threads), t_.out_dir)),
       log_(out_, run.resume, run.print),
-      data_(prepare_run_data(cfg_, run.resume, [this](const std::string& s) { log_.message(s); })),
-      batcher_(make_batcher(data_, t_)),
-      validator_(data_.corpora.valid, data_.src_vocab, data_.tgt_vocab, t_),
-      model_config_(model_config_for(cfg_.model, data_)),
+      task_((run.make_task ? run.make_task : make_translation_task)(
+          cfg_, run.resume, [this](const std::string& s) { log_.message(s); })),
+      model_config_(task_->model_config(cfg_.model)),
       model_json_(models::to_json(model_config_)),
       model_(build_model()),
       adam_(model_->named_parameters(), adam_options(t_)),
@@ -162,17 +138,13 @@ std::unique_ptr<models::Seq2SeqModel> TranslationRun::build_model() const {
 }
 
 void TranslationRun::print_header() const {
-  const data::FilterReport& r = data_.filtered;
-  char buf[400];
-  std::snprintf(buf, sizeof buf,
-                "%s %s: %lld parameters | vocab %d/%d | train %lld pairs (%lld dropped: %lld empty, %lld long, %lld "
-                "ratio) | valid %lld | %d threads%s",
-                run_.resume ? "resuming" : "training", models::name(model_config_.type),
-                (long long)model_->num_parameters(), data_.src_vocab.size(), data_.tgt_vocab.size(),
-                (long long)data_.train.size(), (long long)(r.empty + r.too_long + r.bad_ratio), (long long)r.empty,
-                (long long)r.too_long, (long long)r.bad_ratio, (long long)data_.corpora.valid.size(), num_threads(),
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "%s %s: %lld parameters | ", run_.resume ? "resuming" : "training",
+                models::name(model_config_.type), (long long)model_->num_parameters());
+  std::string line = buf + task_->describe();
+  std::snprintf(buf, sizeof buf, " | %d threads%s", num_threads(),
                 run_.resume ? (" at step " + std::to_string(state_.position.step)).c_str() : "");
-  log_.message(buf);
+  log_.message(line + buf);
 }
 
 StepResult TranslationRun::step(const data::Seq2SeqBatch& b) {
@@ -228,7 +200,7 @@ void TranslationRun::log_progress(Window& w, int64_t per_epoch) {
 }
 
 bool TranslationRun::validate() {
-  const Validation v = validator_.run(*model_);
+  const Validation v = task_->validate(*model_);
   last_bleu_ = v.bleu;
   const ValidationVerdict verdict = state_.schedule.on_validation(v, state_.position.step, adam_.lr());
   ValidationRecord r;
@@ -267,17 +239,17 @@ TrainSummary TranslationRun::train() {
   const int64_t start_step = p.step;
   double run_tokens = 0, run_s = 0;
   Window window;
-  std::vector<std::vector<int64_t>> plan = batcher_.plan_epoch(uint64_t(p.epoch));
+  std::vector<std::vector<int64_t>> plan = task_->plan_epoch(uint64_t(p.epoch));
   const int64_t per_epoch = int64_t(plan.size());
   if (p.data_position >= per_epoch) {  // the checkpoint was taken after an epoch's last batch
     ++p.epoch;
     p.data_position = 0;
-    plan = batcher_.plan_epoch(uint64_t(p.epoch));
+    plan = task_->plan_epoch(uint64_t(p.epoch));
   }
   std::string reason = state_.schedule.budget_reached(p.step, p.epoch);  // a resumed run that had finished
   while (reason.empty()) {
     const auto t0 = Clock::now();
-    const data::Seq2SeqBatch b = batcher_.make_batch(plan[size_t(p.data_position)]);
+    const data::Seq2SeqBatch b = task_->make_batch(plan[size_t(p.data_position)]);
     double ntok = 0;
     for (const auto& tg : b.targets) ntok += double(tg.size()) + 1;
     const StepResult s = step(b);
@@ -304,7 +276,7 @@ TrainSummary TranslationRun::train() {
     if (epoch_end) {
       ++p.epoch;
       p.data_position = 0;
-      if (t_.max_epochs == 0 || p.epoch < t_.max_epochs) plan = batcher_.plan_epoch(uint64_t(p.epoch));
+      if (t_.max_epochs == 0 || p.epoch < t_.max_epochs) plan = task_->plan_epoch(uint64_t(p.epoch));
     }
     if (reason.empty()) reason = state_.schedule.budget_reached(p.step, p.epoch);
     if (reason.empty() && ((run_.stop_after_steps > 0 && p.step - start_step >= run_.stop_after_steps) ||

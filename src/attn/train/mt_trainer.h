@@ -1,12 +1,14 @@
-// The translation trainer: reads the corpora, trains or loads SentencePiece
-// vocabularies, builds the model from the config, and trains it with Adam,
+// The trainer: one loop for every model kind. Its task (train/task.h; for the
+// translation models translation_task.h, which reads the corpora and trains or
+// loads SentencePiece vocabularies) gives the data, batches and validation;
+// the trainer builds the model from the config and trains it with Adam,
 // gradient clipping, label smoothing, validation (perplexity and detokenised
 // BLEU) every N steps, learning-rate decay on plateau, early stopping and
 // keep-best; it checkpoints everything needed to continue the same run.
 //
-// It is a composition of parts with one job each: the run's data and
-// vocabularies (run_data.h), the schedule (schedule.h: LR decay, early
-// stopping, budget), validation (validator.h), the state a checkpoint saves
+// It is a composition of parts with one job each: the task (the run's data,
+// batches and validation), the schedule (schedule.h: LR decay, early
+// stopping, budget), the state a checkpoint saves
 // and a resume restores (training_state.h) and the log (train_log.h).
 //
 // The run directory (train.out_dir):
@@ -34,6 +36,7 @@
 
 #include "attn/models/seq2seq.h"
 #include "attn/train/mt_config.h"
+#include "attn/train/task.h"
 
 namespace attn::train {
 
@@ -49,6 +52,8 @@ struct RunOptions {
   const std::atomic<bool>* stop = nullptr;  // when set to true (e.g. by SIGINT): checkpoint and return
   std::function<void(const std::string&)> print;  // progress lines; default: stdout
   ModelFactory make_model;               // a model kind of the caller's; default: models::make_model
+  TaskFactory make_task;                 // the run's data, batches and validation (train/task.h);
+                                         // default: make_translation_task
   // Called after every backward, before gradient clipping, with the model's
   // parameters (their .grad() filled): where e.g. a data-parallel run sums
   // the gradients of its replicas. Default: nothing.

@@ -9,10 +9,9 @@
 #include "attn/data/vocab.h"
 #include "attn/train/corpora.h"
 #include "attn/train/mt_config.h"
+#include "attn/train/task.h"  // PrintFn
 
 namespace attn::train {
-
-using PrintFn = std::function<void(const std::string&)>;
 
 struct RunData {
   Corpora corpora;                          // train / valid / test as read (test may be empty)
