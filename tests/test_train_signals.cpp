@@ -20,31 +20,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Starts `attn train --config cfg extra...` with output to out_dir/../NAME.out; returns its pid.
-pid_t spawn_train(const std::string& cfg, const std::vector<std::string>& extra, const std::string& output) {
-  std::vector<std::string> args = {std::string(ATTN_BINARY_DIR) + "/attn", "train", "--config", cfg};
-  args.insert(args.end(), extra.begin(), extra.end());
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    FILE* f = std::freopen(output.c_str(), "w", stdout);
-    (void)f;
-    ::dup2(::fileno(stdout), 2);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  return pid;
-}
-
-// Exit code of `pid` (-signal when killed by a signal).
-int wait_exit(pid_t pid) {
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
-}
-
 // Waits (up to 120 s) until the run's log has a progress record: training is under way.
 bool wait_training(const std::string& run) {
   for (int i = 0; i < 1200; ++i) {
@@ -100,12 +75,10 @@ TEST(TrainSignals, SigtermAndSighupCheckpointAndResume) {
 // run resumes from that checkpoint.
 TEST(TrainSignals, TimedCheckpointSurvivesSigkill) {
   TempDir c("train_timed");
-  write_toy(c.path, "train", 400, 1);
-  write_toy(c.path, "valid", 30, 2);
-  const std::string run = c.path + "/run", cfg = run + ".yaml";
-  std::ofstream(cfg) << toy_config(c.path, run,
-                                   "  max_steps: 100000\n  max_epochs: 0\n  valid_every: 1000000\n  log_every: 1\n"
-                                   "  threads: 1\n  checkpoint_minutes: 0.002\n");
+  const std::string run = c.path + "/run";
+  const std::string cfg = write_toy_run(c.path,
+                                        "  max_steps: 100000\n  max_epochs: 0\n  valid_every: 1000000\n  log_every: 1\n"
+                                        "  threads: 1\n  checkpoint_minutes: 0.002\n");
   const pid_t pid = spawn_train(cfg, {}, run + ".out");
   bool saved = false;
   for (int i = 0; i < 1200 && !saved; ++i) {

@@ -45,4 +45,16 @@ inline std::string toy_config(const std::string& dir, const std::string& out, co
          "  lr_patience: 2\n" + train_extra;
 }
 
+// The toy corpora in `dir` (train: 400 pairs, valid: 30) and `dir`/run.yaml,
+// a run of toy_config into `out` (dir/run when empty) with train_extra;
+// returns the config's path.
+inline std::string write_toy_run(const std::string& dir, const std::string& train_extra, std::string out = "") {
+  write_toy(dir, "train", 400, 1);
+  write_toy(dir, "valid", 30, 2);
+  if (out.empty()) out = dir + "/run";
+  const std::string cfg = dir + "/run.yaml";
+  data::write_lines(cfg, {toy_config(dir, out, train_extra)});
+  return cfg;
+}
+
 }  // namespace attn::testing

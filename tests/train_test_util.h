@@ -3,13 +3,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "attn/nn/layers.h"
 #include "attn/tensor/safetensors.h"
@@ -88,6 +91,35 @@ inline CommandResult run_attn(const std::string& args, const std::string& dir, c
     return ss.str();
   };
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(out), slurp(err)};
+}
+
+// Starts `attn train --config cfg extra...` with stdout and stderr to
+// `output`; returns its pid (wait for it with wait_exit). `before_exec` runs
+// in the child first (e.g. to set a resource limit).
+inline pid_t spawn_train(const std::string& cfg, const std::vector<std::string>& extra, const std::string& output,
+                         const std::function<void()>& before_exec = {}) {
+  std::vector<std::string> args = {std::string(ATTN_BINARY_DIR) + "/attn", "train", "--config", cfg};
+  args.insert(args.end(), extra.begin(), extra.end());
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    FILE* f = std::freopen(output.c_str(), "w", stdout);
+    (void)f;
+    ::dup2(::fileno(stdout), 2);
+    if (before_exec) before_exec();
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Exit code of `pid` (-signal when killed by a signal).
+inline int wait_exit(pid_t pid) {
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 }
 
 }  // namespace attn::testing

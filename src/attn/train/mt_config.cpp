@@ -23,6 +23,10 @@ constexpr int64_t kMaxVocabSize = models::kMaxVocab;
 // run, so they only catch typos and values that would overflow an int.
 constexpr int64_t kMaxCount = int64_t(1) << 40;   // steps, epochs, sentences, patience
 constexpr int64_t kMaxTokens = int64_t(1) << 30;  // tokens or sentences per batch, pieces per sentence
+// Learning rates: any value finite in fp32 (the optimizer computes in fp32). A
+// rate that large makes the run diverge, which the trainer detects and reports
+// (train.max_nonfinite_steps) rather than the config refusing it.
+constexpr double kMaxLr = 3.4e38;
 constexpr int64_t kMaxColumn = 1 << 20;           // a TSV field
 
 // A YAML scalar as JSON: quoted -> string; else null, bool, integer, float, or string.
@@ -161,7 +165,7 @@ TrainOptions read_train(const json& j) {
   t.threads = int(r.get_int("threads", t.threads, 0, 4096));
   t.max_tokens = r.get_int("max_tokens", t.max_tokens, 1, kMaxTokens);
   t.max_sentences = r.get_int("max_sentences", t.max_sentences, 0, kMaxTokens);
-  t.lr = r.get_double("lr", t.lr, 0, 10);
+  t.lr = r.get_double("lr", t.lr, 0, kMaxLr);
   t.beta2 = r.get_double("beta2", t.beta2, 0, 1);
   t.weight_decay = r.get_double("weight_decay", t.weight_decay, 0, 10);
   t.clip = r.get_double("clip", t.clip, 0, 1e9);
@@ -172,10 +176,12 @@ TrainOptions read_train(const json& j) {
   t.valid_every = r.get_int("valid_every", t.valid_every, 0, kMaxCount);
   t.log_every = r.get_int("log_every", t.log_every, 1, kMaxCount);
   t.checkpoint_minutes = r.get_double("checkpoint_minutes", t.checkpoint_minutes, 0, 1e9);
+  t.checkpoint_every = r.get_int("checkpoint_every", t.checkpoint_every, 0, kMaxCount);
+  t.max_nonfinite_steps = r.get_int("max_nonfinite_steps", t.max_nonfinite_steps, 1, kMaxCount);
   t.metric = r.get_enum<std::string>("metric", t.metric, {{"bleu", "bleu"}, {"perplexity", "perplexity"}});
   t.lr_decay = r.get_double("lr_decay", t.lr_decay, 0, 1);
   t.lr_patience = r.get_int("lr_patience", t.lr_patience, 0, kMaxCount);
-  t.min_lr = r.get_double("min_lr", t.min_lr, 0, 10);
+  t.min_lr = r.get_double("min_lr", t.min_lr, 0, kMaxLr);
   t.early_stop = r.get_int("early_stop", t.early_stop, 0, kMaxCount);
   t.valid_bleu_sentences = r.get_int("valid_bleu_sentences", t.valid_bleu_sentences, 0, kMaxCount);
   t.valid_beam = int(r.get_int("valid_beam", t.valid_beam, 1, 256));
@@ -195,6 +201,8 @@ TrainOptions read_train(const json& j) {
        "max_epochs, max_steps and max_minutes are all 0: the run would never end");
   need(t.valid_every >= 0 && t.log_every > 0, "valid_every must be >= 0 and log_every > 0");
   need(t.checkpoint_minutes >= 0, "checkpoint_minutes must be >= 0");
+  need(t.checkpoint_every >= 0, "checkpoint_every must be >= 0");
+  need(t.max_nonfinite_steps >= 1, "max_nonfinite_steps must be >= 1");
   need(t.lr_decay > 0 && t.lr_decay <= 1, "lr_decay must be in (0, 1]");
   need(t.lr_patience >= 0 && t.early_stop >= 0, "lr_patience and early_stop must be >= 0");
   need(t.valid_beam >= 1 && t.valid_batch_sentences >= 1, "valid_beam and valid_batch_sentences must be >= 1");
@@ -290,6 +298,8 @@ std::string to_json(const TrainConfig& c) {
                 {"valid_every", t.valid_every},
                 {"log_every", t.log_every},
                 {"checkpoint_minutes", t.checkpoint_minutes},
+                {"checkpoint_every", t.checkpoint_every},
+                {"max_nonfinite_steps", t.max_nonfinite_steps},
                 {"metric", t.metric},
                 {"lr_decay", t.lr_decay},
                 {"lr_patience", t.lr_patience},

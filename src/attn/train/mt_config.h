@@ -65,6 +65,9 @@ struct TrainOptions {
   int64_t valid_every = 1000;        // validate every N steps (0: at the end of every epoch)
   int64_t log_every = 100;           // progress line every N steps
   double checkpoint_minutes = 5;     // also checkpoint when this much wall time passed since the last one (0: off)
+  int64_t checkpoint_every = 0;      // also checkpoint every N steps (0: off)
+  int64_t max_nonfinite_steps = 5;   // stop the run after this many steps in a row with a NaN/Inf loss or
+                                     // gradient norm (each such step is skipped: no update)
   std::string metric = "bleu";       // what keep-best, LR decay and early stopping watch: bleu | perplexity
   double lr_decay = 0.5;             // multiply the LR by this when the metric did not improve ...
   int64_t lr_patience = 1;           // ... for this many validations in a row (0: never decay)

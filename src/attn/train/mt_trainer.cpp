@@ -28,6 +28,13 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// What one step did: its loss, or which figure was non-finite (its update skipped).
+struct StepResult {
+  double loss = 0;
+  const char* nonfinite = nullptr;  // "loss" or "gradient norm"; nullptr: the update was made
+  double value = 0;                 // the non-finite figure
+};
+
 // Training figures summed over the steps since the last progress line.
 struct Window {
   double loss = 0, tokens = 0, seconds = 0;  // loss summed per target token
@@ -55,7 +62,8 @@ public:
 
 private:
   std::unique_ptr<models::Seq2SeqModel> build_model() const;
-  double step(const data::Seq2SeqBatch& b);  // one optimizer step; returns the batch's loss
+  StepResult step(const data::Seq2SeqBatch& b);  // one optimizer step, skipped when a figure is non-finite
+  void on_nonfinite(const StepResult& s);         // reports a skipped step; throws after too many in a row
   void log_progress(Window& w, int64_t per_epoch);
   bool validate();                           // true when early stopping triggers
   void checkpoint();
@@ -79,6 +87,7 @@ private:
   TrainingState state_;
   models::LossOptions loss_options_;
   std::optional<double> last_bleu_;
+  int64_t nonfinite_in_a_row_ = 0;
 };
 
 AdamOptions adam_options(const TrainOptions& t) {
@@ -138,18 +147,41 @@ void TranslationRun::print_header() const {
   log_.message(line + buf);
 }
 
-double TranslationRun::step(const data::Seq2SeqBatch& b) {
+StepResult TranslationRun::step(const data::Seq2SeqBatch& b) {
   adam_.zero_grad();
   Tensor loss = model_->loss(b, loss_options_);
+  // backward and the hook run even for a non-finite loss: a data-parallel hook
+  // may wait for every replica's gradients
   backward(loss);
   if (run_.after_backward) run_.after_backward(adam_.params());
-  if (t_.clip > 0) clip_grad_norm(adam_.params(), t_.clip);
-  adam_.step();
+  // the norm is measured even without clipping (an infinite limit clips nothing)
+  const double norm = clip_grad_norm(adam_.params(), t_.clip > 0 ? t_.clip : INFINITY);
   const double loss_v = loss.item();
-  if (!std::isfinite(loss_v))
-    throw std::runtime_error("training diverged: loss " + std::to_string(loss_v) + " at step " +
-                             std::to_string(state_.position.step + 1));
-  return loss_v;
+  // a non-finite step leaves the parameters and Adam's moments and step count as they were
+  if (!std::isfinite(loss_v)) return {loss_v, "loss", loss_v};
+  if (!std::isfinite(norm)) return {loss_v, "gradient norm", norm};
+  adam_.step();
+  return {loss_v, nullptr, 0};
+}
+
+void TranslationRun::on_nonfinite(const StepResult& s) {
+  const int64_t step = state_.position.step;
+  ++nonfinite_in_a_row_;
+  char buf[240];
+  std::snprintf(buf, sizeof buf, "step %lld: non-finite %s (%s): update skipped (%lld in a row; the run stops at %lld)",
+                (long long)step, s.nonfinite, nonfinite_name(s.value), (long long)nonfinite_in_a_row_,
+                (long long)t_.max_nonfinite_steps);
+  log_.message(buf);
+  log_.skipped(step, state_.position.epoch, s.nonfinite, s.value);
+  if (nonfinite_in_a_row_ < t_.max_nonfinite_steps) return;
+  const std::string ckpt = out_ + "/checkpoint";
+  throw std::runtime_error(
+      "training stopped at step " + std::to_string(step) + ": " + std::to_string(nonfinite_in_a_row_) +
+      " steps in a row had a non-finite loss or gradient norm (train.max_nonfinite_steps = " +
+      std::to_string(t_.max_nonfinite_steps) + "; the last was the " + s.nonfinite + "); their updates were skipped; " +
+      (resolve_checkpoint_slot(ckpt) ? "the last checkpoint, " + ckpt + ", is untouched"
+                                     : std::string("no checkpoint was written")) +
+      "; lower train.lr or check the data");
 }
 
 void TranslationRun::log_progress(Window& w, int64_t per_epoch) {
@@ -220,18 +252,23 @@ TrainSummary TranslationRun::train() {
     const data::Seq2SeqBatch b = task_->make_batch(plan[size_t(p.data_position)]);
     double ntok = 0;
     for (const auto& tg : b.targets) ntok += double(tg.size()) + 1;
-    const double loss = step(b);
-    ++p.step;
+    const StepResult s = step(b);
+    ++p.step;  // a skipped step still consumes its batch
     ++p.data_position;
     const double dt = seconds_since(t0);
     state_.schedule.add_training_time(dt);
-    window.loss += loss * ntok;
-    window.tokens += ntok;
-    window.seconds += dt;
-    ++window.steps;
     run_tokens += ntok;
     run_s += dt;
-    if (p.step % t_.log_every == 0) log_progress(window, per_epoch);
+    if (s.nonfinite) {
+      on_nonfinite(s);  // kept out of the progress window: its loss is not a number to average
+    } else {
+      nonfinite_in_a_row_ = 0;
+      window.loss += s.loss * ntok;
+      window.tokens += ntok;
+      window.seconds += dt;
+      ++window.steps;
+    }
+    if (p.step % t_.log_every == 0 && window.steps > 0) log_progress(window, per_epoch);
 
     const bool epoch_end = p.data_position >= per_epoch;
     const bool validating = (t_.valid_every > 0 && p.step % t_.valid_every == 0) || (t_.valid_every == 0 && epoch_end);
@@ -245,7 +282,8 @@ TrainSummary TranslationRun::train() {
     if (reason.empty() && ((run_.stop_after_steps > 0 && p.step - start_step >= run_.stop_after_steps) ||
                            (run_.stop && run_.stop->load())))
       reason = "interrupted";
-    else if (validating || (t_.checkpoint_minutes > 0 && seconds_since(last_checkpoint_) >= 60 * t_.checkpoint_minutes))
+    else if (validating || (t_.checkpoint_every > 0 && p.step % t_.checkpoint_every == 0) ||
+             (t_.checkpoint_minutes > 0 && seconds_since(last_checkpoint_) >= 60 * t_.checkpoint_minutes))
       checkpoint();
   }
   return finish(reason, run_tokens, run_s);

@@ -1,11 +1,15 @@
 #include "attn/train/train_log.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
 namespace attn::train {
+
+const char* nonfinite_name(double value) { return std::isnan(value) ? "nan" : value > 0 ? "inf" : "-inf"; }
 
 std::string hms(double s) {
   if (!(s >= 0) || !std::isfinite(s)) return "?";
@@ -29,8 +33,9 @@ TrainLog::TrainLog(const std::string& out_dir, bool resume, PrintFn print)
 }
 
 void TrainLog::append(const std::string& json_line) {
+  errno = 0;
   out_ << json_line << "\n" << std::flush;
-  if (!out_) throw std::runtime_error(path_ + ": write failed");
+  if (!out_) throw std::runtime_error(path_ + ": write failed" + (errno ? std::string(": ") + std::strerror(errno) : ""));
 }
 
 void TrainLog::progress(const ProgressRecord& r) {
@@ -57,6 +62,12 @@ void TrainLog::validation(const ValidationRecord& r) {
                                     {"perplexity", v.perplexity}, {"bleu", v.bleu},   {"best", r.best},
                                     {"lr", r.lr},            {"valid_seconds", v.seconds}, {"elapsed_s", r.elapsed_s},
                                     {"wall_s", r.wall_s}};
+  append(j.dump());
+}
+
+void TrainLog::skipped(int64_t step, int64_t epoch, const std::string& what, double value) {
+  const nlohmann::ordered_json j = {
+      {"type", "skipped"}, {"step", step}, {"epoch", epoch}, {"nonfinite", what}, {"value", nonfinite_name(value)}};
   append(j.dump());
 }
 

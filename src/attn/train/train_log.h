@@ -7,6 +7,8 @@
 //             over the window), tgt_tokens_per_s, lr, elapsed_s (training time, all invocations)
 //   valid     step, epoch, perplexity, bleu, best (a new best model), lr, valid_seconds,
 //             elapsed_s, wall_s (this invocation's wall time)
+//   skipped   step, epoch, nonfinite ("loss" or "gradient norm"), value ("nan", "inf" or "-inf"):
+//             a step whose update was skipped because that figure was not finite
 //   finished  reason, step, epoch, elapsed_s, wall_s, best_bleu (when validated); the last line
 //             of a run that completed
 #pragma once
@@ -56,6 +58,8 @@ public:
   void message(const std::string& line) const { print_(line); }  // printed, not logged
   void progress(const ProgressRecord& r);
   void validation(const ValidationRecord& r);
+  // A step whose update was skipped: `what` ("loss", "gradient norm") was `value` (NaN or +-inf).
+  void skipped(int64_t step, int64_t epoch, const std::string& what, double value);
   // Prints the run's last line; a completed run also logs its "finished" record.
   void finished(const FinishedRecord& r, bool completed);
 
@@ -65,6 +69,9 @@ private:
   std::ofstream out_;
   PrintFn print_;
 };
+
+// "nan", "inf" or "-inf" for a non-finite value (JSON has none of them; %g prints "-nan").
+const char* nonfinite_name(double value);
 
 // "12m05s" / "1h02m" ("?" for a negative or infinite time).
 std::string hms(double seconds);
