@@ -16,6 +16,7 @@ PKGS=(
   libgtest-dev libbenchmark-dev
   python3-torch python3-numpy
   libtcmalloc-minimal4       
+  clang libfuzzer-14-dev     # the fuzz targets (fuzz/README.md, scripts/fuzz-smoke.sh)
 )
 PKGS+=("$@")
 missing=()

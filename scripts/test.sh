@@ -23,3 +23,4 @@ for isa in avx2 scalar; do
   echo "== the suite without the parity and browser tests, ATTN_ISA=$isa"
   ATTN_ISA=$isa OMP_WAIT_POLICY=passive ctest --output-on-failure -j 2 --timeout 900 -E "$PARITY_TESTS|$BROWSER_TESTS"
 done
+bash ../scripts/fuzz-smoke.sh  # every libFuzzer target ~30 s on its seeds (fuzz/README.md)

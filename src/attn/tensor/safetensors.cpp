@@ -99,19 +99,28 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
 SafetensorsFile load_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path, "cannot open");
-  uint64_t file_size = uint64_t(in.tellg());
+  // The file's real size bounds what is read (not a size the file claims).
+  const auto size = in.tellg();
+  if (size < 0) fail(path, "cannot read its size");
+  std::string bytes(size_t(size), '\0');
   in.seekg(0);
+  in.read(bytes.data(), std::streamsize(bytes.size()));
+  if (uint64_t(in.gcount()) != bytes.size()) fail(path, "read failed");
+  return parse_safetensors(bytes, path);
+}
+
+SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& path) {
+  const uint64_t file_size = bytes.size();
   if (file_size < 8) fail(path, "truncated: " + std::to_string(file_size) + " bytes, less than the 8-byte header length");
   uint64_t hn = 0;
-  in.read(reinterpret_cast<char*>(&hn), 8);
+  std::memcpy(&hn, bytes.data(), 8);
   if (hn > file_size - 8)
     fail(path, "truncated or corrupt: header length " + std::to_string(hn) + " exceeds the file (" +
                    std::to_string(file_size) + " bytes)");
   if (hn > kMaxHeaderBytes)
     fail(path, "corrupt: header length " + std::to_string(hn) + " exceeds the limit of " +
                    std::to_string(kMaxHeaderBytes) + " bytes");
-  std::string h(hn, '\0');
-  in.read(h.data(), std::streamsize(hn));
+  const std::string_view h = bytes.substr(8, hn);
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(h);
@@ -180,9 +189,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
   }
   if (pos != data_size)
     fail(path, "corrupt: " + std::to_string(data_size - pos) + " bytes after the last tensor's data");
-  std::string data(data_size, '\0');
-  in.read(data.data(), std::streamsize(data_size));
-  if (uint64_t(in.gcount()) != data_size) fail(path, "read failed");
+  const std::string_view data = bytes.substr(8 + hn);
   for (const Entry* e : sorted) {
     Tensor t = Tensor::empty(e->shape);
     std::memcpy(t.data(), data.data() + e->begin, e->end - e->begin);
