@@ -40,7 +40,7 @@ void write_vocab_seeds(const std::string& dir, const std::string& scratch) {
   for (SubwordModel model : {SubwordModel::kUnigram, SubwordModel::kBpe}) {
     VocabTrainOptions o;
     o.model = model;
-    o.vocab_size = 40;
+    o.vocab_size = 52;
     o.normalization = "identity";
     const std::string name = model == SubwordModel::kBpe ? "bpe.model" : "unigram.model";
     SubwordVocab::train({&lines}, scratch + "/" + name, o);

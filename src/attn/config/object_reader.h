@@ -10,6 +10,7 @@
 //   cfg.embed = r.get_int("embed", cfg.embed);
 //   r.finish();                               // throws "model.embd: unknown key (known: ...)"
 #pragma once
+#include <climits>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -41,12 +42,28 @@ public:
 
   bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
 
+  // A whole number in int64 (also written as 4.0 or 1e3). An unsigned above
+  // INT64_MAX or a float beyond int64 (1e300, inf, nan) is refused, not
+  // wrapped: converting such a double to int64 is undefined behaviour.
   int64_t get_int(const std::string& key, int64_t dflt) {
     const nlohmann::json* v = take(key);
     if (!v) return dflt;
-    if (v->is_number_integer() || v->is_number_unsigned()) return v->get<int64_t>();
-    if (v->is_number_float() && v->get<double>() == double(int64_t(v->get<double>()))) return int64_t(v->get<double>());
-    throw bad(key, "a whole number", *v);
+    if (v->is_number_integer()) return v->get<int64_t>();
+    if (v->is_number_unsigned() && v->get<uint64_t>() <= uint64_t(INT64_MAX)) return v->get<int64_t>();
+    if (v->is_number_float()) {
+      const double d = v->get<double>();
+      // [-2^63, 2^63): every such double converts exactly when it is whole
+      if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == double(int64_t(d))) return int64_t(d);
+    }
+    throw bad(key, "a whole number in 64 bits", *v);
+  }
+  // get_int for an `int` field: a value outside int's range is refused naming
+  // the key instead of wrapping when narrowed (4294967296 would become 0).
+  int get_int32(const std::string& key, int dflt) {
+    const int64_t v = get_int(key, dflt);
+    if (v < INT32_MIN || v > INT32_MAX)
+      throw FieldError(key, path_ + "." + key + ": " + std::to_string(v) + " does not fit in 32 bits");
+    return int(v);
   }
   double get_double(const std::string& key, double dflt) {
     const nlohmann::json* v = take(key);

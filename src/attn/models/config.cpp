@@ -151,10 +151,10 @@ ModelConfig model_config_from_json(const std::string& json_text, const std::stri
   c.decoder_init = r.get_enum("decoder_init", c.decoder_init, kInits);
   c.dropout = r.get_double("dropout", c.dropout);
   c.tied_embeddings = r.get_enum("tied_embeddings", c.tied_embeddings, kTied);
-  c.specials.pad = int(r.get_int("pad_id", c.specials.pad));
-  c.specials.bos = int(r.get_int("bos_id", c.specials.bos));
-  c.specials.eos = int(r.get_int("eos_id", c.specials.eos));
-  c.specials.unk = int(r.get_int("unk_id", c.specials.unk));
+  c.specials.pad = r.get_int32("pad_id", c.specials.pad);
+  c.specials.bos = r.get_int32("bos_id", c.specials.bos);
+  c.specials.eos = r.get_int32("eos_id", c.specials.eos);
+  c.specials.unk = r.get_int32("unk_id", c.specials.unk);
   r.finish();
   return c;
 }

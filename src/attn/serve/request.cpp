@@ -9,7 +9,8 @@ nlohmann::json parse_object(const std::string& body) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(body);  // also rejects strings that are not valid UTF-8
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number beyond a double (1e400): both the body's fault
     throw RequestError("", std::string("malformed JSON: ") + e.what());
   }
   if (!j.is_object()) throw RequestError("", "the body must be a JSON object, got " + j.dump());

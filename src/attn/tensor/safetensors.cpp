@@ -35,6 +35,18 @@ uint64_t checked_f32_bytes(const std::string& path, const std::string& name, con
   return n;
 }
 
+// The 8-byte header length `hn` of a file of `file_size` bytes: inside the
+// file and under the limit, else an error naming the file.
+void check_header_length(const std::string& path, uint64_t file_size, uint64_t hn) {
+  if (file_size < 8) fail(path, "truncated: " + std::to_string(file_size) + " bytes, less than the 8-byte header length");
+  if (hn > file_size - 8)
+    fail(path, "truncated or corrupt: header length " + std::to_string(hn) + " exceeds the file (" +
+                   std::to_string(file_size) + " bytes)");
+  if (hn > kMaxHeaderBytes)
+    fail(path, "corrupt: header length " + std::to_string(hn) + " exceeds the limit of " +
+                   std::to_string(kMaxHeaderBytes) + " bytes");
+}
+
 void write_all(int fd, const char* p, size_t n, const std::string& path) {
   while (n > 0) {
     ssize_t w = ::write(fd, p, n);
@@ -99,10 +111,15 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
 SafetensorsFile load_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path, "cannot open");
-  // The file's real size bounds what is read (not a size the file claims).
   const auto size = in.tellg();
   if (size < 0) fail(path, "cannot read its size");
-  std::string bytes(size_t(size), '\0');
+  in.seekg(0);
+  // The header length is checked before the file is read: a hostile length
+  // is refused without reading (or allocating) the whole file first.
+  uint64_t hn = 0;
+  if (uint64_t(size) >= 8) in.read(reinterpret_cast<char*>(&hn), 8);
+  check_header_length(path, uint64_t(size), hn);
+  std::string bytes(size_t(size), '\0');  // the file's real size, not a size it claims
   in.seekg(0);
   in.read(bytes.data(), std::streamsize(bytes.size()));
   if (uint64_t(in.gcount()) != bytes.size()) fail(path, "read failed");
@@ -111,15 +128,9 @@ SafetensorsFile load_safetensors(const std::string& path) {
 
 SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& path) {
   const uint64_t file_size = bytes.size();
-  if (file_size < 8) fail(path, "truncated: " + std::to_string(file_size) + " bytes, less than the 8-byte header length");
   uint64_t hn = 0;
-  std::memcpy(&hn, bytes.data(), 8);
-  if (hn > file_size - 8)
-    fail(path, "truncated or corrupt: header length " + std::to_string(hn) + " exceeds the file (" +
-                   std::to_string(file_size) + " bytes)");
-  if (hn > kMaxHeaderBytes)
-    fail(path, "corrupt: header length " + std::to_string(hn) + " exceeds the limit of " +
-                   std::to_string(kMaxHeaderBytes) + " bytes");
+  if (file_size >= 8) std::memcpy(&hn, bytes.data(), 8);
+  check_header_length(path, file_size, hn);
   const std::string_view h = bytes.substr(8, hn);
   nlohmann::json header;
   try {

@@ -98,8 +98,8 @@ DataConfig read_data(const json& j) {
   d.valid_holdout = r.get_int("valid_holdout", d.valid_holdout);
   d.test_holdout = r.get_int("test_holdout", d.test_holdout);
   d.split_seed = uint64_t(r.get_int("split_seed", int64_t(d.split_seed)));
-  d.tsv_src_column = int(r.get_int("tsv_src_column", d.tsv_src_column));
-  d.tsv_tgt_column = int(r.get_int("tsv_tgt_column", d.tsv_tgt_column));
+  d.tsv_src_column = r.get_int32("tsv_src_column", d.tsv_src_column);
+  d.tsv_tgt_column = r.get_int32("tsv_tgt_column", d.tsv_tgt_column);
   d.max_src_tokens = r.get_int("max_src_tokens", d.max_src_tokens);
   d.max_tgt_tokens = r.get_int("max_tgt_tokens", d.max_tgt_tokens);
   d.max_ratio = r.get_double("max_ratio", d.max_ratio);
@@ -147,7 +147,7 @@ TrainOptions read_train(const json& j) {
   TrainOptions t;
   t.out_dir = r.get_string("out_dir", t.out_dir);
   t.seed = uint64_t(r.get_int("seed", int64_t(t.seed)));
-  t.threads = int(r.get_int("threads", t.threads));
+  t.threads = r.get_int32("threads", t.threads);
   t.max_tokens = r.get_int("max_tokens", t.max_tokens);
   t.max_sentences = r.get_int("max_sentences", t.max_sentences);
   t.lr = r.get_double("lr", t.lr);
@@ -167,7 +167,7 @@ TrainOptions read_train(const json& j) {
   t.min_lr = r.get_double("min_lr", t.min_lr);
   t.early_stop = r.get_int("early_stop", t.early_stop);
   t.valid_bleu_sentences = r.get_int("valid_bleu_sentences", t.valid_bleu_sentences);
-  t.valid_beam = int(r.get_int("valid_beam", t.valid_beam));
+  t.valid_beam = r.get_int32("valid_beam", t.valid_beam);
   t.valid_batch_sentences = r.get_int("valid_batch_sentences", t.valid_batch_sentences);
   t.snapshots = r.get_bool("snapshots", t.snapshots);
   r.finish();
