@@ -6,6 +6,8 @@
 # committed). Crashing inputs go to build-fuzz/long/TARGET/; the log is
 # build-fuzz/long/TARGET/log, and its last lines (executions, coverage) are
 # printed at the end. Exits non-zero when the fuzzer found a failure.
+# FUZZ_SKIP_BUILD=1 runs the binary in build-fuzz/ as it is (e.g. while a
+# rebuild is under way, or for several runs started at once).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -ne 2 ]; then
@@ -14,7 +16,7 @@ if [ $# -ne 2 ]; then
 fi
 t=$1
 seconds=$2
-bash scripts/fuzz-build.sh
+if [ "${FUZZ_SKIP_BUILD:-0}" != 1 ]; then bash scripts/fuzz-build.sh; fi
 dir=build-fuzz/long/$t
 mkdir -p "$dir/corpus"
 dict=()

@@ -8,7 +8,9 @@
 
 #include "attn/models/config.h"
 #include "attn/serve/request.h"
+#include "attn/tensor/safetensors.h"
 #include "attn/train/mt_config.h"
+#include "train_test_util.h"
 
 namespace attn {
 namespace {
@@ -82,6 +84,48 @@ TEST(FuzzRegressions, IntFieldOutside32BitsIsRefusedNotWrapped) {
     EXPECT_NE(e.find("does not fit in 32 bits"), std::string::npos) << setting << ": " << e;
   }
   EXPECT_EQ(train::parse_train_config(base, {"train.threads=2147483647"}).train.threads, 2147483647);
+}
+
+// `depth` nested JSON lists around `inner`: [[[...inner...]]]
+std::string nested_lists(size_t depth, const std::string& inner = "") {
+  return std::string(depth, '[') + inner + std::string(depth, ']');
+}
+
+// Found by hand-made deep inputs for fuzz_serve_request and fuzz_safetensors
+// (the fuzzer's 4 KiB inputs nest too shallowly): an error message quoted the
+// offending value with json::dump(), which recurses once per nesting level, so
+// a 600 KB body of nested lists (or a model file's dtype) overflowed the stack.
+TEST(FuzzRegressions, DeeplyNestedValueInAnErrorDoesNotOverflowTheStack) {
+  const std::string deep = nested_lists(300000);
+  try {
+    serve::parse_translate_request("{\"text\": " + deep + "}", {});
+    ADD_FAILURE() << "accepted";
+  } catch (const serve::RequestError& e) {
+    EXPECT_EQ(e.field(), "text");
+    EXPECT_EQ(std::string(e.what()), "request.text: expected a string, got a list of 1 items");
+  }
+  const std::string err = invalid_argument_of([&] { models::model_config_from_json("{\"type\": " + deep + "}"); });
+  EXPECT_EQ(err, "model.type: expected one of rnnsearch, luong, got a list of 1 items");
+
+  testing::TempDir tmp("fuzz_deep_dtype");
+  const std::string header = "{\"w\": {\"dtype\": " + deep + ", \"shape\": [1], \"data_offsets\": [0, 4]}}";
+  uint64_t n = header.size();
+  testing::write_bytes(tmp.path + "/m.safetensors", std::string(reinterpret_cast<const char*>(&n), 8) + header + "abcd");
+  try {
+    load_safetensors(tmp.path + "/m.safetensors");
+    ADD_FAILURE() << "accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor 'w': dtype not a string, only F32 is supported"), std::string::npos)
+        << e.what();
+  }
+}
+
+// A long string in a message is cut at a UTF-8 boundary, so the message (sent
+// back as JSON by the server) stays valid UTF-8.
+TEST(FuzzRegressions, LongValueInAnErrorIsCutAtACodePoint) {
+  const std::string text = "\"" + std::string(75, 'a') + "\u00e9\u00e9\u00e9\"";  // the cut falls inside an é
+  const std::string err = invalid_argument_of([&] { models::model_config_from_json("{\"embed\": " + text + "}"); });
+  EXPECT_EQ(err, "model.embed: expected a whole number in 64 bits, got \"" + std::string(75, 'a') + "...");
 }
 
 }  // namespace

@@ -33,11 +33,27 @@ private:
   std::string key_;
 };
 
+// A JSON value for an error message, bounded: a scalar as its JSON text (cut
+// to about 80 bytes, at a UTF-8 boundary), a list or an object by its size.
+// Never j.dump() of outside input in a message: dump recurses once per nesting
+// level, and a 64 KiB request body of '[' overflowed the stack (fuzzing).
+inline std::string describe(const nlohmann::json& v) {
+  if (v.is_array()) return "a list of " + std::to_string(v.size()) + " items";
+  if (v.is_object()) return "an object of " + std::to_string(v.size()) + " keys";
+  std::string s = v.dump();
+  if (s.size() > 80) {
+    size_t cut = 77;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a code point
+    s = s.substr(0, cut) + "...";
+  }
+  return s;
+}
+
 class ObjectReader {
 public:
   // `path` names the object in error messages ("model", "train", ...).
   ObjectReader(const nlohmann::json& j, std::string path) : j_(j), path_(std::move(path)) {
-    if (!j_.is_object()) throw std::invalid_argument(path_ + ": expected a mapping of keys to values, got " + j_.dump());
+    if (!j_.is_object()) throw std::invalid_argument(path_ + ": expected a mapping of keys to values, got " + describe(j_));
   }
 
   bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
@@ -130,7 +146,7 @@ private:
     return &j_.at(key);
   }
   FieldError bad(const std::string& key, const std::string& want, const nlohmann::json& v) const {
-    return FieldError(key, path_ + "." + key + ": expected " + want + ", got " + v.dump());
+    return FieldError(key, path_ + "." + key + ": expected " + want + ", got " + describe(v));
   }
 
   const nlohmann::json& j_;

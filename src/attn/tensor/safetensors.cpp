@@ -163,7 +163,10 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
     const std::string& name = it.key();
     if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
       fail(path, "tensor '" + name + "': entry lacks dtype, shape or data_offsets");
-    if (e["dtype"] != "F32") fail(path, "tensor '" + name + "': dtype " + e["dtype"].dump() + ", only F32 is supported");
+    if (e["dtype"] != "F32")  // only a string is quoted: dump() of a deeply nested value overflows the stack
+      fail(path, "tensor '" + name + "': dtype " +
+                     (e["dtype"].is_string() ? e["dtype"].dump() : std::string("not a string")) +
+                     ", only F32 is supported");
     Entry en;
     en.name = name;
     try {
