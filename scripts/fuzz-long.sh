@@ -23,7 +23,7 @@ dict=()
 if [ -f fuzz/dict/"$t".dict ]; then dict=(-dict=fuzz/dict/"$t".dict); fi
 status=0
 nice -n 10 ./build-fuzz/fuzz/fuzz_"$t" "$dir/corpus" fuzz/corpus/"$t" "${dict[@]}" \
-  -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
   -artifact_prefix="$dir/" >"$dir/log" 2>&1 || status=$?
 echo "== fuzz_$t, $seconds s, $(date -u +%Y-%m-%dT%H:%MZ), exit $status"
 grep -E '^#[0-9]+' "$dir/log" | tail -n 2

@@ -20,9 +20,9 @@ for t in $targets; do
   dict=()
   if [ -f fuzz/dict/"$t".dict ]; then dict=(-dict=fuzz/dict/"$t".dict); fi
   log=$scratch/$t/log
-  # -timeout: one input may take at most 10 s; -rss_limit_mb: memory per process
+  # -timeout: one input may take at most 30 s (a shared, loaded machine stalled a 57 ms input for 11 s); -rss_limit_mb: memory per process
   if ! ASAN_OPTIONS=detect_leaks=1 ./build-fuzz/fuzz/fuzz_"$t" "$scratch/$t/corpus" "${dict[@]}" \
-      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+      -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$scratch/$t/artifacts/" >"$log" 2>&1; then
     tail -n 40 "$log"
     echo "fuzz-smoke: fuzz_$t FAILED; the input is in $scratch/$t/artifacts/" >&2

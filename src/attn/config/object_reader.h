@@ -64,8 +64,11 @@ public:
   int64_t get_int(const std::string& key, int64_t dflt) {
     const nlohmann::json* v = take(key);
     if (!v) return dflt;
-    if (v->is_number_integer()) return v->get<int64_t>();
-    if (v->is_number_unsigned() && v->get<uint64_t>() <= uint64_t(INT64_MAX)) return v->get<int64_t>();
+    if (v->is_number_unsigned()) {  // (before is_number_integer, which is also true for unsigned)
+      if (v->get<uint64_t>() <= uint64_t(INT64_MAX)) return v->get<int64_t>();
+    } else if (v->is_number_integer()) {
+      return v->get<int64_t>();
+    }
     if (v->is_number_float()) {
       const double d = v->get<double>();
       // [-2^63, 2^63): every such double converts exactly when it is whole
