@@ -17,6 +17,7 @@ PKGS=(
   clang libclang-rt-dev libomp-dev  # the TSan build (scripts/test-sanitizers.sh: clang's TSan, libomp + Archer)
   python3-torch python3-numpy
   libtcmalloc-minimal4       
+  clang libfuzzer-14-dev     # the fuzz targets (fuzz/README.md, scripts/fuzz-smoke.sh)
 )
 PKGS+=("$@")
 missing=()

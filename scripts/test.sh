@@ -24,3 +24,4 @@ for isa in avx2 scalar; do
   ATTN_ISA=$isa OMP_WAIT_POLICY=passive ctest --output-on-failure -j 2 --timeout 900 -E "$PARITY_TESTS|$BROWSER_TESTS"
 done
 bash ../scripts/test-sanitizers.sh  # ASan + UBSan: the whole suite; TSan: the threaded tests (its header says why)
+bash ../scripts/fuzz-smoke.sh  # every libFuzzer target ~30 s on its seeds (fuzz/README.md)

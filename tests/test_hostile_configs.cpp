@@ -102,7 +102,7 @@ const BadKey kBadKeys[] = {
     {"data", "train_tsv: [a, b]", "data.train_tsv: expected a string", true},
     // train
     {"train", "lr: 0", "train.lr must be > 0", false},
-    {"train", "lr: -1", "train.lr: -1 outside [0, 10]", true},
+    {"train", "lr: -1", "train.lr: -1 outside [0, 3.4e+38]", true},
     {"train", "lr: .inf", "train.lr: expected a finite number", true},
     {"train", "threads: -1", "train.threads: -1 outside [0, 4096]", true},
     {"train", "threads: 4294967297", "train.threads: 4294967297 outside [0, 4096]", true},
@@ -126,7 +126,7 @@ const BadKey kBadKeys[] = {
     {"train", "lr_decay: 0", "train.lr_decay must be in (0, 1]", false},
     {"train", "lr_decay: 2", "train.lr_decay: 2 outside [0, 1]", true},
     {"train", "lr_patience: -1", "train.lr_patience: -1 outside [0,", true},
-    {"train", "min_lr: -1", "train.min_lr: -1 outside [0, 10]", true},
+    {"train", "min_lr: -1", "train.min_lr: -1 outside [0, 3.4e+38]", true},
     {"train", "early_stop: 99999999999999999999", "train.early_stop: expected a whole number within", true},
     {"train", "valid_bleu_sentences: -1", "train.valid_bleu_sentences: -1 outside [0,", true},
     {"train", "snapshots: 3", "train.snapshots: expected true or false", true},

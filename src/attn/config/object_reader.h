@@ -11,6 +11,7 @@
 //   r.finish();                               // throws "model.embd: unknown key (known: ...)"
 #pragma once
 #include <cmath>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -38,28 +39,48 @@ private:
   std::string key_, path_;
 };
 
+// A JSON value for an error message, bounded: a scalar as its JSON text (cut
+// to about 80 bytes, at a UTF-8 boundary), a list or an object by its size.
+// Never j.dump() of outside input in a message: dump recurses once per nesting
+// level, and a 64 KiB request body of '[' overflowed the stack (fuzzing).
+inline std::string describe(const nlohmann::json& v) {
+  if (v.is_array()) return "a list of " + std::to_string(v.size()) + " items";
+  if (v.is_object()) return "an object of " + std::to_string(v.size()) + " keys";
+  std::string s = v.dump();
+  if (s.size() > 80) {
+    size_t cut = 77;
+    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a code point
+    s = s.substr(0, cut) + "...";
+  }
+  return s;
+}
+
 class ObjectReader {
 public:
   // `path` names the object in error messages ("model", "train", ...).
   ObjectReader(const nlohmann::json& j, std::string path) : j_(j), path_(std::move(path)) {
-    if (!j_.is_object()) throw std::invalid_argument(path_ + ": expected a mapping of keys to values, got " + j_.dump());
+    if (!j_.is_object()) throw std::invalid_argument(path_ + ": expected a mapping of keys to values, got " + describe(j_));
   }
 
   bool has(const std::string& key) const { return j_.contains(key) && !j_.at(key).is_null(); }
 
-  // A whole number that fits in 64 bits (a fraction, or a number beyond
-  // +-9.2e18, which would wrap, throws naming the key).
+  // A whole number in int64 (also written as 4.0 or 1e3). An unsigned above
+  // INT64_MAX or a float beyond int64 (1e300, inf, nan) is refused, not
+  // wrapped: converting such a double to int64 is undefined behaviour.
   int64_t get_int(const std::string& key, int64_t dflt) {
     const nlohmann::json* v = take(key);
     if (!v) return dflt;
-    if (v->is_number_unsigned() && v->get<uint64_t>() > uint64_t(INT64_MAX)) throw bad(key, "a whole number below 2^63", *v);
-    if (v->is_number_integer() || v->is_number_unsigned()) return v->get<int64_t>();
+    if (v->is_number_unsigned()) {  // (before is_number_integer, which is also true for unsigned)
+      if (v->get<uint64_t>() <= uint64_t(INT64_MAX)) return v->get<int64_t>();
+    } else if (v->is_number_integer()) {
+      return v->get<int64_t>();
+    }
     if (v->is_number_float()) {
       const double d = v->get<double>();
-      if (!(d >= -9.2e18 && d <= 9.2e18)) throw bad(key, "a whole number within +-2^63", *v);
-      if (d == double(int64_t(d))) return int64_t(d);
+      // [-2^63, 2^63): every such double converts exactly when it is whole
+      if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == double(int64_t(d))) return int64_t(d);
     }
-    throw bad(key, "a whole number", *v);
+    throw bad(key, "a whole number within 64 bits", *v);
   }
   // ... in [lo, hi] (e.g. the range of the int it is narrowed to).
   int64_t get_int(const std::string& key, int64_t dflt, int64_t lo, int64_t hi) {
@@ -139,7 +160,7 @@ private:
     return &j_.at(key);
   }
   FieldError bad(const std::string& key, const std::string& want, const nlohmann::json& v) const {
-    return FieldError(key, key_path(key) + ": expected " + want + ", got " + v.dump(), key_path(key));
+    return FieldError(key, key_path(key) + ": expected " + want + ", got " + describe(v), key_path(key));
   }
   FieldError out_of_range(const std::string& key, const std::string& x, const std::string& lo, const std::string& hi) const {
     return FieldError(key, key_path(key) + ": " + x + " outside [" + lo + ", " + hi + "]", key_path(key));

@@ -84,6 +84,17 @@ SubwordVocab SubwordVocab::load(const std::string& model_path) {
   const auto status = v.sp_->Load(model_path);
   if (!status.ok())
     throw std::runtime_error("SubwordVocab::load: cannot load '" + model_path + "': " + status.ToString());
+  return checked(std::move(v), model_path);
+}
+
+SubwordVocab SubwordVocab::load_from_bytes(std::string_view model_bytes, const std::string& name) {
+  SubwordVocab v;
+  const auto status = v.sp_->LoadFromSerializedProto(model_bytes);
+  if (!status.ok()) throw std::runtime_error("SubwordVocab::load: cannot load '" + name + "': " + status.ToString());
+  return checked(std::move(v), name);
+}
+
+SubwordVocab SubwordVocab::checked(SubwordVocab v, const std::string& model_path) {
   const auto& sp = *v.sp_;
   v.specials_ = {sp.pad_id(), sp.bos_id(), sp.eos_id(), sp.unk_id()};
   const SpecialIds& s = v.specials_;

@@ -54,6 +54,9 @@ public:
   // Loads a model file; throws std::runtime_error naming the path when it
   // cannot be read, or when its special ids differ from the convention above.
   static SubwordVocab load(const std::string& model_path);
+  // The same from a model file's bytes already in memory (the fuzzer's entry
+  // point); `name` stands for the path in error messages and path().
+  static SubwordVocab load_from_bytes(std::string_view model_bytes, const std::string& name);
 
   SubwordVocab(SubwordVocab&&) noexcept;
   SubwordVocab& operator=(SubwordVocab&&) noexcept;
@@ -76,6 +79,9 @@ public:
 
 private:
   SubwordVocab();
+  // After SentencePiece loaded a model: takes its special ids, refusing a
+  // model without all four distinct ones; returns the vocabulary.
+  static SubwordVocab checked(SubwordVocab v, const std::string& name);
   std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
   std::string path_;
   SpecialIds specials_;

@@ -9,10 +9,11 @@ nlohmann::json parse_object(const std::string& body) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(body);  // also rejects strings that are not valid UTF-8
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number beyond a double (1e400): both the body's fault
     throw RequestError("", std::string("malformed JSON: ") + e.what());
   }
-  if (!j.is_object()) throw RequestError("", "the body must be a JSON object, got " + j.dump());
+  if (!j.is_object()) throw RequestError("", "the body must be a JSON object, got " + config::describe(j));
   return j;
 }
 
@@ -25,12 +26,12 @@ int read_in_range(config::ObjectReader& r, const std::string& key, int dflt, int
 }
 
 std::string read_text(const nlohmann::json& v) {
-  if (!v.is_string()) throw RequestError("text", "request.text: expected a string, got " + v.dump());
+  if (!v.is_string()) throw RequestError("text", "request.text: expected a string, got " + config::describe(v));
   return v.get<std::string>();
 }
 
 std::vector<std::string> read_texts(const nlohmann::json& v, int64_t max_texts) {
-  if (!v.is_array()) throw RequestError("texts", "request.texts: expected a list of strings, got " + v.dump());
+  if (!v.is_array()) throw RequestError("texts", "request.texts: expected a list of strings, got " + config::describe(v));
   if (v.empty()) throw RequestError("texts", "request.texts: the list is empty");
   if (int64_t(v.size()) > max_texts)
     throw RequestError("texts", "request.texts: " + std::to_string(v.size()) + " texts, over the limit of " +
@@ -38,7 +39,7 @@ std::vector<std::string> read_texts(const nlohmann::json& v, int64_t max_texts) 
   std::vector<std::string> out;
   for (size_t i = 0; i < v.size(); ++i) {
     if (!v[i].is_string())
-      throw RequestError("texts", "request.texts[" + std::to_string(i) + "]: expected a string, got " + v[i].dump());
+      throw RequestError("texts", "request.texts[" + std::to_string(i) + "]: expected a string, got " + config::describe(v[i]));
     out.push_back(v[i].get<std::string>());
   }
   return out;

@@ -36,6 +36,18 @@ uint64_t checked_f32_bytes(const std::string& path, const std::string& name, con
   return n;
 }
 
+// The 8-byte header length `hn` of a file of `file_size` bytes: inside the
+// file and under the limit, else an error naming the file.
+void check_header_length(const std::string& path, uint64_t file_size, uint64_t hn) {
+  if (file_size < 8) fail(path, "truncated: " + std::to_string(file_size) + " bytes, less than the 8-byte header length");
+  if (hn > file_size - 8)
+    fail(path, "truncated or corrupt: header length " + std::to_string(hn) + " exceeds the file (" +
+                   std::to_string(file_size) + " bytes)");
+  if (hn > kMaxHeaderBytes)
+    fail(path, "corrupt: header length " + std::to_string(hn) + " exceeds the limit of " +
+                   std::to_string(kMaxHeaderBytes) + " bytes");
+}
+
 void write_all(int fd, const char* p, size_t n, const std::string& path) {
   while (n > 0) {
     ssize_t w = ::write(fd, p, n);
@@ -120,19 +132,27 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
 SafetensorsFile load_safetensors(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) fail(path, "cannot open");
-  uint64_t file_size = uint64_t(in.tellg());
+  const auto size = in.tellg();
+  if (size < 0) fail(path, "cannot read its size");
   in.seekg(0);
-  if (file_size < 8) fail(path, "truncated: " + std::to_string(file_size) + " bytes, less than the 8-byte header length");
+  // The header length is checked before the file is read: a hostile length
+  // is refused without reading (or allocating) the whole file first.
   uint64_t hn = 0;
-  in.read(reinterpret_cast<char*>(&hn), 8);
-  if (hn > file_size - 8)
-    fail(path, "truncated or corrupt: header length " + std::to_string(hn) + " exceeds the file (" +
-                   std::to_string(file_size) + " bytes)");
-  if (hn > kMaxHeaderBytes)
-    fail(path, "corrupt: header length " + std::to_string(hn) + " exceeds the limit of " +
-                   std::to_string(kMaxHeaderBytes) + " bytes");
-  std::string h(hn, '\0');
-  in.read(h.data(), std::streamsize(hn));
+  if (uint64_t(size) >= 8) in.read(reinterpret_cast<char*>(&hn), 8);
+  check_header_length(path, uint64_t(size), hn);
+  std::string bytes(size_t(size), '\0');  // the file's real size, not a size it claims
+  in.seekg(0);
+  in.read(bytes.data(), std::streamsize(bytes.size()));
+  if (uint64_t(in.gcount()) != bytes.size()) fail(path, "read failed");
+  return parse_safetensors(bytes, path);
+}
+
+SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& path) {
+  const uint64_t file_size = bytes.size();
+  uint64_t hn = 0;
+  if (file_size >= 8) std::memcpy(&hn, bytes.data(), 8);
+  check_header_length(path, file_size, hn);
+  const std::string_view h = bytes.substr(8, hn);
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(h);
@@ -164,7 +184,10 @@ SafetensorsFile load_safetensors(const std::string& path) {
     const std::string& name = it.key();
     if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
       fail(path, "tensor '" + name + "': entry lacks dtype, shape or data_offsets");
-    if (e["dtype"] != "F32") fail(path, "tensor '" + name + "': dtype " + e["dtype"].dump() + ", only F32 is supported");
+    if (e["dtype"] != "F32")  // only a string is quoted: dump() of a deeply nested value overflows the stack
+      fail(path, "tensor '" + name + "': dtype " +
+                     (e["dtype"].is_string() ? e["dtype"].dump() : std::string("not a string")) +
+                     ", only F32 is supported");
     Entry en;
     en.name = name;
     try {
@@ -201,9 +224,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
   }
   if (pos != data_size)
     fail(path, "corrupt: " + std::to_string(data_size - pos) + " bytes after the last tensor's data");
-  std::string data(data_size, '\0');
-  in.read(data.data(), std::streamsize(data_size));
-  if (uint64_t(in.gcount()) != data_size) fail(path, "read failed");
+  const std::string_view data = bytes.substr(8 + hn);
   for (const Entry* e : sorted) {
     Tensor t = Tensor::empty(e->shape);
     std::memcpy(t.data(), data.data() + e->begin, e->end - e->begin);

@@ -5,6 +5,7 @@
 #pragma once
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -31,6 +32,11 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
 // shapes against byte ranges, ranges inside the file, no overlaps or gaps.
 // Throws std::runtime_error naming the file and what is wrong.
 SafetensorsFile load_safetensors(const std::string& path);
+
+// The same checks on a whole file's bytes already in memory (load_safetensors
+// reads the file and calls this; the fuzzer calls it directly). `path` names
+// the file in error messages.
+SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& path);
 
 // Replaces the file at `path` atomically with `bytes` (temporary file, fsync, rename).
 // A `path` that exists and is not a regular file (/dev/stdout, a FIFO) is written
