@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The sanitizer stage of CI (the last step of scripts/test.sh): builds attn twice
-# more and runs the suite under the sanitizers; fails on any report.
+# The sanitizer stage meant for CI (not yet called by scripts/test.sh: its time
+# is not yet measured): builds attn twice more and runs the suite under the
+# sanitizers; fails on any report.
 #   build-asan/  GCC, ASan + UBSan (+ LeakSanitizer): the whole suite (ctest).
 #   build-tsan/  clang, TSan, with libomp and its TSan tool Archer: the tests
 #                of the code that runs on more than one thread (TSAN_TESTS).

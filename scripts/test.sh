@@ -23,5 +23,7 @@ for isa in avx2 scalar; do
   echo "== the suite without the parity and browser tests, ATTN_ISA=$isa"
   ATTN_ISA=$isa OMP_WAIT_POLICY=passive ctest --output-on-failure -j 2 --timeout 900 -E "$PARITY_TESTS|$BROWSER_TESTS"
 done
-bash ../scripts/test-sanitizers.sh  # ASan + UBSan: the whole suite; TSan: the threaded tests (its header says why)
-bash ../scripts/fuzz-smoke.sh  # every libFuzzer target ~30 s on its seeds (fuzz/README.md)
+# Not yet here: scripts/test-sanitizers.sh (ASan + UBSan, TSan) and
+# scripts/fuzz-smoke.sh. Neither stage has yet run to completion with its build
+# time measured, and CI must stay within 45 minutes (RELIABILITY.md says where
+# they stand); run them by hand until then.
