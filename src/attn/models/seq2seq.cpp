@@ -13,6 +13,7 @@
 #include "attn/models/model_parts.h"
 #include "attn/models/output_loss.h"
 #include "attn/models/rnnsearch.h"
+#include "attn/models/show_attend_tell.h"
 #include "attn/models/vocab_topk.h"
 #include "attn/tensor/threading.h"
 
@@ -28,7 +29,11 @@ Tensor Seq2SeqModel::loss(const data::Seq2SeqBatch& b, const LossOptions& option
 }
 
 Tensor Seq2SeqModel::cross_entropy(const data::Seq2SeqBatch& b, const LossOptions& options) const {
-  Tensor features = forced_features(b);    // [T * B, R], time-major
+  return cross_entropy_of(forced_features(b), b, options);
+}
+
+Tensor Seq2SeqModel::cross_entropy_of(const Tensor& features, const data::Seq2SeqBatch& b,
+                                      const LossOptions& options) const {
   Tensor targets = time_major(b.tgt_out);  // [T, B]
   CrossEntropyOptions ce;
   ce.ignore_index = config_.specials.pad;
@@ -91,6 +96,7 @@ std::unique_ptr<Seq2SeqModel> make_model(const ModelConfig& config, Rng& init, u
   switch (config.type) {
     case ModelType::RnnSearch: return std::make_unique<RnnSearch>(config, init, dropout_seed);
     case ModelType::Luong: return std::make_unique<Luong>(config, init, dropout_seed);
+    case ModelType::ShowAttendTell: return std::make_unique<ShowAttendTell>(config, init, dropout_seed);
   }
   throw std::invalid_argument("make_model: unknown model type");
 }
