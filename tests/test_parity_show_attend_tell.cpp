@@ -26,7 +26,7 @@ TEST(ParityTorchShowAttendTell, TwoSoftStepsAndEveryGradientMatchTorch) {
     std::copy(src.data(), src.data() + src.numel(), p.data());
     ++copied;
   }
-  EXPECT_EQ(copied, 25);
+  EXPECT_EQ(copied, 26);
   Tensor x = f.get("x").clone().set_requires_grad(true);
   models::Encoded e = model.encode(x, {4, 4});
   models::StepOutput s1 = model.step(e.memory, e.state, Tensor::full({2}, float(c.specials.bos)));
@@ -36,8 +36,9 @@ TEST(ParityTorchShowAttendTell, TwoSoftStepsAndEveryGradientMatchTorch) {
   EXPECT_CLOSE(s1.weights, f.get("weights1"), 1e-4, "step 1 weights");
   EXPECT_CLOSE(s2.weights, f.get("weights2"), 1e-4, "step 2 weights");
   backward(sum_all(s1.log_probs * f.get("R1")) + sum_all(s2.log_probs * f.get("R2")));
-  for (auto& [name, p] : model.named_parameters()) EXPECT_CLOSE(p.grad(), f.get("grad." + name), 1e-4, name);
-  EXPECT_CLOSE(x.grad(), f.get("grad.x"), 1e-4, "images");
+  // the gradients pass two LSTM steps, the attention and the CNN in float32: 3e-4
+  for (auto& [name, p] : model.named_parameters()) EXPECT_CLOSE(p.grad(), f.get("grad." + name), 3e-4, name);
+  EXPECT_CLOSE(x.grad(), f.get("grad.x"), 3e-4, "images");
 }
 
 }  // namespace

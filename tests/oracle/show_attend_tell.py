@@ -34,6 +34,8 @@ for k, (ci, co) in enumerate(zip(cins, channels)):
     param(f"encoder.blocks.{k}.norm.weight", co)
     param(f"encoder.blocks.{k}.norm.bias", co)
 D = channels[-1]
+L = (S >> blocks) ** 2
+param("grid_position", L, D)
 for n in ("init_h", "init_c"):
     param(n + ".weight", Hd, D)
     param(n + ".bias", Hd)
@@ -61,7 +63,7 @@ for k in range(blocks):
     a = F.conv2d(a, P[f"encoder.blocks.{k}.conv.weight"], padding=1)
     a = F.group_norm(a, 8, P[f"encoder.blocks.{k}.norm.weight"], P[f"encoder.blocks.{k}.norm.bias"], 1e-5)
     a = F.max_pool2d(F.relu(a), 2)
-a = a.flatten(2).transpose(1, 2)  # [B, L, D]
+a = a.flatten(2).transpose(1, 2) + P["grid_position"]  # [B, L, D], plus each cell's position vector
 keys = a @ P["attention.key.weight"].T + P["attention.key.bias"]
 mean_a = a.mean(1)
 h = torch.tanh(mean_a @ P["init_h.weight"].T + P["init_h.bias"])

@@ -46,6 +46,8 @@ ShowAttendTell::ShowAttendTell(const ModelConfig& c, Rng& rng, uint64_t dropout_
   validate(c);
   cnn_ = register_module("encoder", std::make_shared<nn::CnnEncoder>(cnn_options(c), rng));
   const int64_t D = cnn_->feature_dim(), E = c.embed, Hd = c.decoder_hidden, A = c.attention;
+  const int64_t L = c.grid * c.grid;
+  grid_position_ = register_parameter("grid_position", detail::uniform_param({L, D}, 1, rng));
   init_h_ = register_module("init_h", std::make_shared<nn::Linear>(D, Hd, true, rng));
   init_c_ = register_module("init_c", std::make_shared<nn::Linear>(D, Hd, true, rng));
   if (c.image_attention != ImageAttention::None) {  // the baseline has no scores: no dead parameters
@@ -77,7 +79,9 @@ Encoded ShowAttendTell::encode(const Tensor& src, const std::vector<int64_t>& le
   if (int64_t(lengths.size()) != src.size(0))
     throw std::invalid_argument("show_attend_tell: " + std::to_string(lengths.size()) + " lengths for " +
                                 std::to_string(src.size(0)) + " images");
-  Tensor a = cnn_->forward(src);  // [B, L, D]
+  // [B, L, D]: the CNN's features plus where each cell is (the features alone
+  // do not say it, and the captions name left / right / above / below)
+  Tensor a = cnn_->forward(src) + grid_position_;
   const int64_t B = a.size(0), L = a.size(1);
   Encoded e;
   e.memory.values = a;

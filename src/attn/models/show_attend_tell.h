@@ -6,8 +6,12 @@
 // cells, D annotation size (the last CNN block's channels), A attention size,
 // E embedding, Hd decoder size, T target steps, V target vocabulary.
 //
-// Encoder: CnnEncoder (nn/cnn_encoder.h) images [B, 3, H, W] -> a [B, L, D]
-//          (cell g = row * G + col); keys U a_i + b [B, L, A] cached per batch
+// Encoder: CnnEncoder (nn/cnn_encoder.h) images [B, 3, H, W] -> [B, L, D]
+//          (cell g = row * G + col), plus a learned position vector per cell
+//          P [L, D]: a = CNN(x) + P (not in the paper, whose VGG features come from a
+//          224x224 crop with no relations to tell: the CNN's features say what is in
+//          a cell, not where the cell is, and the captions name left / right / above /
+//          below); keys U a_i + b [B, L, A] cached per batch
 // Init:    h_0 = tanh(W_h mean_i a_i + b), c_0 = tanh(W_c mean_i a_i + b)   (sec. 3.1.2)
 // Step t (y_0 = BOS):
 //   e_ti = v^T tanh(U a_i + b + W h_{t-1})            additive score (eq. 4)
@@ -113,6 +117,7 @@ private:
   Tensor drop(const Tensor& x) const;
 
   std::shared_ptr<nn::CnnEncoder> cnn_;
+  Tensor grid_position_;                            // P [L, D]
   std::shared_ptr<nn::Linear> init_h_, init_c_;     // W_h, W_c [Hd, D]
   Tensor key_w_, key_b_, query_w_, score_v_;        // U [A, D], b [A], W [A, Hd], v [A] (undefined for none)
   std::shared_ptr<nn::Linear> gate_;                // f_beta [1, Hd]
