@@ -146,6 +146,28 @@ TEST(ImageAttention, WordOverlayIsOnePanelWide) {
   EXPECT_THROW(viz::write_word_overlay(path, a, 1), std::invalid_argument);
 }
 
+TEST(ImageAttention, AttentionFilesAreTheStripAndOneNumberedFilePerWord) {
+  TempDir dir("image_attention_files");
+  std::vector<float> w;
+  for (int t = 0; t < 11; ++t) {
+    const std::vector<float> row = one_hot(4, t % 4);
+    w.insert(w.end(), row.begin(), row.end());
+  }
+  const ImageAttention a = grey_picture(16, 16, 2, 2, w);
+  const std::string out = dir.path + "/new/folder";
+  const std::vector<std::string> paths = viz::write_attention_files(out, "3-cat", a);
+  ASSERT_EQ(paths.size(), 12u);
+  EXPECT_EQ(paths[0], out + "/3-cat.strip.png");
+  EXPECT_EQ(paths[1], out + "/3-cat.01.png");
+  EXPECT_EQ(paths[11], out + "/3-cat.11.png");
+  EXPECT_EQ(image::read_image(paths[0]).width, int(viz::layout_strip(a).width));
+  for (size_t t = 1; t < paths.size(); ++t) EXPECT_EQ(image::read_image(paths[t]).width, 2 * 10 + 160) << paths[t];
+  ImageAttention bad = a;
+  bad.words.pop_back();
+  EXPECT_THROW(viz::write_attention_files(dir.path + "/bad", "x", bad), std::invalid_argument);
+  EXPECT_FALSE(std::filesystem::exists(dir.path + "/bad")) << "checked before anything is written";
+}
+
 void expect_error(const ImageAttention& a, const std::string& needle, const viz::OverlayStyle& style = {}) {
   try {
     viz::check_image_attention(a, style);

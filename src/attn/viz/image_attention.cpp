@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <stdexcept>
 
 #include "attn/viz/output.h"
@@ -191,6 +192,21 @@ void write_word_overlay(const std::string& path, const ImageAttention& a, int t,
     draw_word(cr, a.words[size_t(t)], L.panels[0], L.label_y, style);
   });
   write_replacing(path, bytes);
+}
+
+std::vector<std::string> write_attention_files(const std::string& dir, const std::string& name, const ImageAttention& a,
+                                               const OverlayStyle& style) {
+  check_image_attention(a, style);
+  std::filesystem::create_directories(dir);
+  const std::string base = (std::filesystem::path(dir) / name).string();
+  std::vector<std::string> paths = {base + ".strip.png"};
+  write_attention_strip(paths[0], a, style);
+  for (size_t t = 0; t < a.words.size(); ++t) {
+    const std::string number = std::to_string(t + 1);
+    paths.push_back(base + "." + (number.size() < 2 ? "0" : "") + number + ".png");
+    write_word_overlay(paths.back(), a, int(t), style);
+  }
+  return paths;
 }
 
 }  // namespace attn::viz

@@ -81,4 +81,11 @@ void write_attention_strip(const std::string& path, const ImageAttention& a, con
 // atomically. Throws std::invalid_argument when t is not in [0, T).
 void write_word_overlay(const std::string& path, const ImageAttention& a, int t, const OverlayStyle& style = {});
 
+// The files of one caption in `dir` (created when missing): DIR/NAME.strip.png
+// (write_attention_strip) and DIR/NAME.01.png, DIR/NAME.02.png, ... (word t's
+// write_word_overlay, numbered from 1, at least two digits). Returns their
+// paths, the strip first.
+std::vector<std::string> write_attention_files(const std::string& dir, const std::string& name, const ImageAttention& a,
+                                               const OverlayStyle& style = {});
+
 }  // namespace attn::viz
