@@ -10,6 +10,7 @@
 
 #include "attn/decode/captioner.h"
 #include "attn/image/codec.h"
+#include "attn/viz/image_attention.h"
 #include "train_test_util.h"
 
 namespace attn {
@@ -108,6 +109,40 @@ TEST(Captioner, PixelsReachTheModelAndEachWordsAttentionComesBack) {
       for (size_t t = 0; t < 2; ++t)
         for (int g = 0; g < 9; ++g) EXPECT_EQ(caps[i].attention[t * 9 + size_t(g)], g == hot[i] ? 1.0f : 0.0f);
     }
+  }
+}
+
+// The whole path of `attn caption --attention`: file -> pixels -> caption ->
+// words -> overlay files over the original picture, whose word panels are
+// brightest where the model looked.
+TEST(Captioner, OverlaysOfACaptionShowWhereTheModelLooked) {
+  TempDir dir("captioner_overlays");
+  const std::string path = bright_cell_png(dir.path + "/scene.png", 64, 64, 4, 4, 9);  // row 2, col 1
+  const decode::ImageModelInput in{32, 32, 4, 4, {}};
+  BrightestCellModel model(4, 4);
+  model.train(false);
+  const decode::PieceCaption c = decode::caption_pixels(model, decode::image_batch({path}, in), in).at(0);
+  const std::vector<std::string> pieces = {"\xE2\x96\x81" "small", "\xE2\x96\x81" "circle"};  // ids 5, 6
+  const decode::WordCaption words = decode::merge_pieces(pieces, c.attention, 16);
+  const image::Image picture = image::read_image(path);
+  viz::ImageAttention a;
+  a.width = picture.width;
+  a.height = picture.height;
+  a.rgb = picture.rgb;
+  a.grid_h = a.grid_w = 4;
+  a.weights = words.attention;
+  a.words = words.words;
+  viz::OverlayStyle style;
+  style.panel = 128;  // 2x the picture: whole pixels
+  const std::vector<std::string> files = viz::write_attention_files(dir.path + "/att", "1-scene", a, style);
+  ASSERT_EQ(files.size(), 3u);
+  const viz::StripLayout L = viz::layout_strip(a, style);
+  const image::Image strip = image::read_image(files[0]);
+  for (size_t p = 1; p < 3; ++p) {  // each word's panel: darkened outside the bright cell, the cell itself lifted
+    const viz::Box& b = L.panels[p];
+    auto at = [&](int x, int y) { return strip.at(int(b.y) + y, int(b.x) + x, 0); };
+    EXPECT_NEAR(at(48, 80), 1.0f, 1.0f / 255) << "the centre of cell 9 (x 32..64, y 64..96 of the panel)";
+    EXPECT_LT(at(100, 10), 0.1f) << "outside";
   }
 }
 
