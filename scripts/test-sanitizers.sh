@@ -9,6 +9,9 @@
 # (a cold ASan build: 926 s with GCC 12), which is what lets both stages fit
 # CI's budget.
 # Usage: scripts/test-sanitizers.sh [asan|tsan]...   (default: both)
+# ASAN_ISA=avx2 (or scalar, ...) runs the ASan suite with the kernels capped at
+# that instruction set (ATTN_ISA, cpu/isa.h); scripts/test.sh uses it so that
+# this run is also the suite's run under the avx2 cap.
 # Both builds are RelWithDebInfo at -O1 (the dispatched kernels keep their -O3,
 # CMakeLists.txt): line numbers in the reports, a fast enough suite.
 #
@@ -87,7 +90,7 @@ check_reports() {
 
 run_asan() {
   local b=$src/build-asan status=0 t0
-  echo "== ASan + UBSan build (clang): the whole suite"
+  echo "== ASan + UBSan build (clang): the whole suite${ASAN_ISA:+, ATTN_ISA=$ASAN_ISA}"
   configure "$b" -DATTN_SANITIZE=address,undefined
   build "$b"
   rm -rf "$b/sanitizer-reports" && mkdir -p "$b/sanitizer-reports"
@@ -98,7 +101,7 @@ run_asan() {
   ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:check_initialization_order=1:strict_init_order=1:log_path=$b/sanitizer-reports/asan" \
   LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$b/sanitizer-reports/ubsan" \
-  OMP_WAIT_POLICY=passive \
+  OMP_WAIT_POLICY=passive env ${ASAN_ISA:+ATTN_ISA=$ASAN_ISA} \
     ctest --test-dir "$b" --output-on-failure -j 2 --timeout 900 || status=$?
   echo "== ASan + UBSan suite ran in $((SECONDS - t0)) s"
   check_reports "$b" || status=1
