@@ -11,6 +11,7 @@ if command -v ccache >/dev/null; then
 fi
 if [ ! -f build-fuzz/build.ninja ]; then
   cmake -S . -B build-fuzz -G Ninja -DATTN_FUZZ=ON -DATTN_BUILD_TESTS=OFF -DBUILD_SHARED_LIBS=OFF \
-    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" >/dev/null
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -DNDEBUG" \
+    -DCMAKE_CXX_COMPILER=clang++ "${launcher[@]}" >/dev/null
 fi
 nice -n 5 ninja -C build-fuzz -j"${FUZZ_BUILD_JOBS:-2}" fuzz_all >/dev/null

@@ -14,7 +14,8 @@ PKGS=(
   libsentencepiece-dev libpng-dev libjpeg62-turbo-dev zlib1g-dev
   libcairo2-dev libpango1.0-dev fonts-dejavu-core
   libgtest-dev libbenchmark-dev
-  clang libclang-rt-dev libomp-dev  # the TSan build (scripts/test-sanitizers.sh: clang's TSan, libomp + Archer)
+  clang libclang-rt-dev libomp-dev  # the sanitizer builds (scripts/test-sanitizers.sh: clang, libomp + Archer)
+  libopenblas0-pthread       # ... whose OpenMP runtime (libomp) cannot host the OpenMP build of OpenBLAS
   python3-torch python3-numpy
   libtcmalloc-minimal4       
   clang libfuzzer-14-dev     # the fuzz targets (fuzz/README.md, scripts/fuzz-smoke.sh)
@@ -29,3 +30,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# Installing the pthread build of OpenBLAS (above) makes it the system's
+# default libblas / liblapack / libopenblas (priority 100 against 95). Keep the
+# OpenMP build the default: it is the one attn opens and the one NumPy and
+# PyTorch, the tests' oracles and the benchmarks' peer, were measured with.
+for alt in libopenblas.so.0 libblas.so.3 liblapack.so.3; do
+  openmp=/usr/lib/x86_64-linux-gnu/openblas-openmp/$alt
+  name=$alt-x86_64-linux-gnu
+  if [ -e "$openmp" ] && update-alternatives --query "$name" 2>/dev/null | grep -q "^Value: .*openblas-pthread"; then
+    $SUDO update-alternatives --set "$name" "$openmp" >/dev/null
+  fi
+done

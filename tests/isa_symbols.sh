@@ -6,7 +6,12 @@
 # (an inline function or template of a shared header, instantiated there, would
 # be one copy among several and may be the AVX-512 one that baseline code calls).
 # (DW.ref.__gxx_personality_v0, the exception personality pointer every C++
-# object carries, is the same in all of them.) nm -C prints a function
+# object carries, is the same in all of them; so are the RTTI of function
+# types, "typeinfo [name] for void (long, float*)", which clang's UBSan
+# (-fsanitize=function) emits beside every function: data naming a type,
+# never code; and clang's own two: __clang_call_terminate (two calls, the
+# same in every object) and .gomp_critical_user_.reduction.var (the lock of
+# OpenMP reductions, one shared variable by design).) nm -C prints a function
 # template's instantiation after its return type ("void attn::...::avx2::
 # gemm_tile<2, 3>(...)", the inline templates of the ISA-internal headers such
 # as attention/tile_gemm.h): a leading return type without '<' or '(' is skipped.
@@ -23,7 +28,7 @@ for isa in avx2 avx512; do
     # defined symbols with external linkage (global or weak; nm's upper-case
     # types, 'u' unique globals, 'w'/'v' weak), demangled
     bad=$(nm -C --defined-only "$obj" | awk '$2 ~ /^[A-Zuvw]$/ { $1 = ""; $2 = ""; sub(/^  /, ""); print }' |
-      grep -v -E "^([^(<]* )?attn::[A-Za-z_:]*::${isa}::|^DW\.ref\.__gxx_personality_v0$" || true)
+      grep -v -E "^([^(<]* )?attn::[A-Za-z_:]*::${isa}::|^DW\.ref\.__gxx_personality_v0$|^typeinfo (name )?for [^(]*\(|^__clang_call_terminate$|^\.gomp_critical_user_\.reduction\.var$" || true)
     if [[ -n $bad ]]; then
       echo "isa_symbols: $obj ($isa) defines symbols outside the $isa namespaces:"
       echo "$bad" | sed 's/^/  /'

@@ -67,10 +67,11 @@ void expect_failed_save_keeps_previous(const std::string& cfg, const std::string
   EXPECT_EQ(checkpoint_step(run), 3);
 }
 
-// The toy run in dir/run after 2 steps (checkpointed); returns its config's path.
-std::string run_two_steps(const std::string& dir, const std::string& out = "") {
+// The toy run in `out` (default dir/run) after `steps` steps (checkpointed);
+// returns its config's path.
+std::string run_steps(const std::string& dir, int steps = 2, const std::string& out = "") {
   const std::string cfg = write_toy_run(dir, kOptions, out);
-  const auto [code, text] = train_steps(cfg, 2, false);
+  const auto [code, text] = train_steps(cfg, steps, false);
   EXPECT_EQ(code, 0) << text;
   return cfg;
 }
@@ -79,7 +80,7 @@ std::string run_two_steps(const std::string& dir, const std::string& out = "") {
 
 TEST(FullDisk, FailedCheckpointSaveUnderFileSizeLimitKeepsPrevious) {
   TempDir c("full_disk_fsize");
-  const std::string cfg = run_two_steps(c.path), run = c.path + "/run";
+  const std::string cfg = run_steps(c.path), run = c.path + "/run";
   ASSERT_EQ(checkpoint_step(run), 2);
   const auto model_bytes = fs::file_size(run + "/checkpoint/model.safetensors");
   const auto log_bytes = fs::file_size(run + "/log.jsonl");
@@ -92,13 +93,17 @@ TEST(FullDisk, FailedCheckpointSaveUnderFileSizeLimitKeepsPrevious) {
 
 TEST(FullDisk, FailedLogWriteNamesThePath) {
   TempDir c("full_disk_log");
-  const std::string cfg = run_two_steps(c.path), run = c.path + "/run";
-  ASSERT_EQ(checkpoint_step(run), 2);
+  // 12 steps: a log over 1 KiB, so that the limit below lets the process
+  // start. LLVM's OpenMP runtime (the clang sanitizer builds') sizes a 1 KiB
+  // shared-memory file at start, and dies when the limit forbids it.
+  const std::string cfg = run_steps(c.path, 12), run = c.path + "/run";
+  ASSERT_EQ(checkpoint_step(run), 12);
   const std::string log_before = read_bytes(run + "/log.jsonl");
+  ASSERT_GT(log_before.size(), 1024u);
   const auto [code, out] = train_steps(cfg, 2, true, file_size_limit(log_before.size() + 10));
   EXPECT_EQ(code, 1) << out;
   EXPECT_NE(out.find(run + "/log.jsonl: write failed: File too large"), std::string::npos) << out;
-  EXPECT_EQ(checkpoint_step(run), 2) << "the checkpoint is untouched";
+  EXPECT_EQ(checkpoint_step(run), 12) << "the checkpoint is untouched";
 }
 
 // The same on a real filesystem that fills up: a 16 MiB tmpfs (skipped where
@@ -114,7 +119,7 @@ TEST(FullDisk, FailedCheckpointSaveOnFullTmpfsKeepsPrevious) {
     std::string path;
     ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
   } unmount{mnt};
-  const std::string run = mnt + "/run", cfg = run_two_steps(c.path, run);
+  const std::string run = mnt + "/run", cfg = run_steps(c.path, 2, run);
   ASSERT_EQ(checkpoint_step(run), 2);
   uintmax_t checkpoint_bytes = 0;
   for (const auto& e : fs::directory_iterator(run + "/checkpoint")) checkpoint_bytes += e.file_size();

@@ -167,7 +167,12 @@ async function hoverAndCheckReadout(page, tr) {
 async function clickAndCheckRow(page, tr) {
   const r = Math.min(1, tr.weights.length - 1);
   await page.click(`#heatmap button.tgt[data-row="${r}"]`);
-  await page.waitForTimeout(400);  // the dimming's transition
+  // The dimming is a CSS transition: wait until it has settled (up to 5 s: a
+  // fixed 400 ms wait failed once on a loaded machine), then check it below.
+  await page.waitForFunction((row) => [...document.querySelectorAll('#heatmap tbody tr')].every((tr) => {
+    const o = Number(getComputedStyle(tr.querySelector('td')).opacity);
+    return Number(tr.dataset.row) === row ? o === 1 : o < 0.5;
+  }), r, { timeout: 5000 }).catch(() => {});
   const state = await page.$$eval('#heatmap tbody tr', (trs) => trs.map((row) => ({
     row: Number(row.dataset.row), selected: row.classList.contains('is-selected'),
     pressed: row.querySelector('button.tgt').getAttribute('aria-pressed'),

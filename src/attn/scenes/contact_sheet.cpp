@@ -68,17 +68,7 @@ void draw_cell(cairo_t* cr, const data::CaptionImage& entry, const image::Image&
                const SheetOptions& o) {
   const double scale = std::min(double(o.cell) / pixels.width, double(o.cell) / pixels.height);
   const double ix = x + (o.cell - pixels.width * scale) / 2, iy = y + (o.cell - pixels.height * scale) / 2;
-  cairo_surface_t* surface = to_surface(pixels);
-  cairo_save(cr);
-  cairo_translate(cr, ix, iy);
-  cairo_scale(cr, scale, scale);
-  cairo_set_source_surface(cr, surface, 0, 0);
-  // whole-number enlargements show the real pixels; anything else is smoothed
-  cairo_pattern_set_filter(cairo_get_source(cr), scale >= 2 && scale == std::floor(scale) ? CAIRO_FILTER_NEAREST
-                                                                                          : CAIRO_FILTER_GOOD);
-  cairo_paint(cr);
-  cairo_restore(cr);
-  cairo_surface_destroy(surface);
+  viz::draw_rgb(cr, pixels.rgb.data(), pixels.width, pixels.height, ix, iy, scale);
   if (o.boxes) draw_boxes(cr, entry, ix, iy, scale);
   cairo_set_source_rgb(cr, 0, 0, 0);
   const double line_h = viz::measure_text("Ag", kCaptionFont).height;

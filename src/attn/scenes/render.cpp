@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "attn/viz/output.h"
+
 namespace attn::scenes {
 namespace {
 
@@ -84,21 +86,7 @@ std::vector<float> coverage(const SceneObject& o, int size) {
 }
 
 cairo_surface_t* to_surface(const image::Image& img) {
-  cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, img.width, img.height);
-  check(cairo_surface_status(surface), "cairo surface");
-  cairo_surface_flush(surface);
-  unsigned char* data = cairo_image_surface_get_data(surface);
-  const int stride = cairo_image_surface_get_stride(surface);
-  for (int y = 0; y < img.height; ++y) {
-    auto* row = reinterpret_cast<uint32_t*>(data + y * stride);
-    for (int x = 0; x < img.width; ++x) {
-      uint32_t px = 0;
-      for (int c = 0; c < 3; ++c) px = (px << 8) | uint32_t(std::lround(clamp01(img.at(y, x, c)) * 255));
-      row[x] = px;  // cairo's RGB24: 0x00RRGGBB in native byte order
-    }
-  }
-  cairo_surface_mark_dirty(surface);
-  return surface;
+  return viz::rgb_surface(img.rgb.data(), img.width, img.height);
 }
 
 image::Image from_surface(cairo_surface_t* surface) {

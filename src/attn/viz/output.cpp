@@ -3,7 +3,9 @@
 #include <cairo-pdf.h>
 #include <cairo-svg.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -45,6 +47,40 @@ Format format_of(const std::string& path, const std::vector<Format>& allowed) {
     names += (names.empty() ? "" : ", ") + extension(f);
   }
   throw std::invalid_argument(path + ": unknown figure format '" + ext + "' (expected " + names + ")");
+}
+
+cairo_surface_t* rgb_surface(const float* rgb, int width, int height) {
+  cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height);
+  check(cairo_surface_status(surface), "cairo surface");
+  cairo_surface_flush(surface);
+  unsigned char* data = cairo_image_surface_get_data(surface);
+  const int stride = cairo_image_surface_get_stride(surface);
+  for (int y = 0; y < height; ++y) {
+    auto* row = reinterpret_cast<uint32_t*>(data + y * stride);
+    for (int x = 0; x < width; ++x) {
+      uint32_t px = 0;
+      for (int c = 0; c < 3; ++c) {
+        const float v = rgb[(size_t(y) * size_t(width) + size_t(x)) * 3 + size_t(c)];
+        px = (px << 8) | uint32_t(std::lround(std::clamp(double(v), 0.0, 1.0) * 255));
+      }
+      row[x] = px;  // cairo's RGB24: 0x00RRGGBB in native byte order
+    }
+  }
+  cairo_surface_mark_dirty(surface);
+  return surface;
+}
+
+void draw_rgb(cairo_t* cr, const float* rgb, int width, int height, double x, double y, double scale) {
+  cairo_surface_t* surface = rgb_surface(rgb, width, height);
+  cairo_save(cr);
+  cairo_translate(cr, x, y);
+  cairo_scale(cr, scale, scale);
+  cairo_set_source_surface(cr, surface, 0, 0);
+  cairo_pattern_set_filter(cairo_get_source(cr), scale >= 2 && scale == std::floor(scale) ? CAIRO_FILTER_NEAREST
+                                                                                          : CAIRO_FILTER_GOOD);
+  cairo_paint(cr);
+  cairo_restore(cr);
+  cairo_surface_destroy(surface);
 }
 
 std::string render_cairo(Format f, double width, double height, const std::function<void(cairo_t*)>& draw) {

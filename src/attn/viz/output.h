@@ -22,6 +22,16 @@ std::string extension(Format f);
 // `draw` on a white page and returns the file's bytes. Format must be Png, Svg or Pdf.
 std::string render_cairo(Format f, double width, double height, const std::function<void(cairo_t*)>& draw);
 
+// An RGB picture, rgb [height, width, 3] row-major, channel fastest, values in
+// [0, 1] (clamped), as a cairo RGB24 image surface (the caller destroys it):
+// how images get into figures (the contact sheets, the attention overlays).
+cairo_surface_t* rgb_surface(const float* rgb, int width, int height);
+
+// Paints that picture with its top-left corner at (x, y), enlarged by `scale`:
+// whole-number enlargements show the pixels as they are (NEAREST), anything
+// else is smoothed (GOOD).
+void draw_rgb(cairo_t* cr, const float* rgb, int width, int height, double x, double y, double scale);
+
 // Replaces `path` with `bytes`: written to a temporary file beside it, then
 // renamed into place, so a reader never sees half a figure (a `path` that is
 // not a regular file, e.g. /dev/stdout, is written in place). Throws
