@@ -88,7 +88,7 @@ void run_captioning(const CaptionOpts& o) {
   if (o.model.empty() || o.images.empty())
     throw std::invalid_argument("attn caption: give -m RUN and one or more IMAGE files, or a subcommand (data, sheet)");
   set_num_threads(o.threads);
-  const decode::TranslationModel tm = decode::load_translation_model(o.model, o.weights);
+  const decode::TranslationModel tm = decode::load_model_dir(o.model, o.weights);  // image_input_of refuses text models
   const decode::ImageModelInput in = image_input_of(tm, o.model);
   for (size_t first = 0; first < o.images.size(); first += size_t(o.batch))
     caption_chunk(o, tm, in, first, std::min(o.images.size(), first + size_t(o.batch)));

@@ -7,6 +7,7 @@
 #include "attn/autograd/node.h"
 #include "attn/decode/alignment.h"
 #include "attn/decode/search.h"
+#include "attn/image/image.h"
 #include "attn/image/input.h"
 
 namespace attn::decode {
@@ -16,6 +17,14 @@ std::optional<ImageModelInput> image_model_input(const models::ModelConfig& c) {
     case models::ModelType::RnnSearch:
     case models::ModelType::Luong:
       return std::nullopt;  // text models
+    case models::ModelType::ShowAttendTell: {
+      ImageModelInput in;
+      in.width = in.height = int(c.image_size);
+      in.grid_h = in.grid_w = int(c.grid);
+      // what the captioning task trains with (train/caption_task.h, caption_normalization)
+      in.normalization = image::imagenet_normalization();
+      return in;
+    }
   }
   return std::nullopt;
 }
