@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "attn/autograd/node.h"
 #include "attn/data/caption_corpus.h"
@@ -76,6 +77,49 @@ TEST(CaptionE2E, SoftAttentionLearnsGeneratedScenes) {
   const auto beam = decode::beam_search(*tm.model, batch, {16}, so);
   ASSERT_EQ(beam.size(), 1u);
   EXPECT_FALSE(beam[0].hypotheses[0].tokens.empty());
+  // `attn caption eval` scores the test split: a line for all 15 images, then one per object count
+  const CommandResult ev = run_attn("caption eval -m " + out + " --captions " + json + " --threads 2", dir.path);
+  ASSERT_EQ(ev.status, 0) << ev.err;
+  std::vector<nlohmann::json> lines;
+  std::istringstream out_lines(ev.out);
+  for (std::string line; std::getline(out_lines, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_GE(lines.size(), 2u) << ev.out;
+  EXPECT_EQ(lines[0]["subset"], "all");
+  EXPECT_EQ(lines[0]["images"], 15);
+  int64_t in_subsets = 0;
+  for (size_t k = 1; k < lines.size(); ++k) in_subsets += lines[k]["images"].get<int64_t>();
+  EXPECT_EQ(in_subsets, 15);
+  // `attn explain` walks the caption of an image over the 4 x 4 grid: the caption `attn caption` prints
+  const std::string image = corpus.images[0].path;
+  const CommandResult cap = run_attn("caption -m " + out + " " + image, dir.path);
+  ASSERT_EQ(cap.status, 0) << cap.err;
+  const CommandResult ex = run_attn("explain -m " + out + " --format json " + image, dir.path);
+  ASSERT_EQ(ex.status, 0) << ex.err;
+  const nlohmann::json e = nlohmann::json::parse(ex.out);
+  EXPECT_EQ(cap.out, image + "\t" + e["caption"].get<std::string>() + "\n");
+  EXPECT_EQ(e["grid"], nlohmann::json::array({4, 4}));
+  ASSERT_EQ(e["src_tokens"].size(), 16u);
+  EXPECT_EQ(e["src_tokens"][6], "r1c2");
+  ASSERT_FALSE(e["steps"].empty());
+  for (const auto& st : e["steps"]) {
+    ASSERT_EQ(st["weights"].size(), 16u);
+    double total = 0;
+    for (const auto& w : st["weights"]) total += w.get<double>();
+    EXPECT_NEAR(total, 1.0, 1e-5);
+  }
+  const CommandResult table = run_attn("explain -m " + out + " --words " + image, dir.path);
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("caption: " + e["caption"].get<std::string>()), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("most weight: r"), std::string::npos) << table.out;
+  const CommandResult heat = run_attn("explain -m " + out + " --heatmap h.png " + image, dir.path);
+  EXPECT_EQ(heat.status, 1);
+  EXPECT_NE(heat.err.find("--attention DIR"), std::string::npos) << heat.err;
+  for (const auto& j : lines) {
+    EXPECT_GE(j["exact_match"].get<double>(), 0.0);
+    EXPECT_LE(j["exact_match"].get<double>(), 100.0);
+    ASSERT_TRUE(j.contains("localisation")) << j.dump();  // the scenes have boxes
+    EXPECT_LE(j["localised_words"].get<int64_t>(), j["named_words"].get<int64_t>());
+  }
 }
 
 TEST(CaptionTask, ConfigsMixingCaptioningAndTranslationAreRefused) {

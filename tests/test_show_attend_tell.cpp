@@ -10,6 +10,7 @@
 #include "attn/autograd/node.h"
 #include "attn/models/show_attend_tell.h"
 #include "caption_run.h"
+#include "compare.h"
 
 namespace attn::testing {
 namespace {
@@ -125,6 +126,39 @@ void expect_loss_gradient_matches(ImageAttention a) {
 TEST(ShowAttendTell, SoftLossGradientMatchesFiniteDifferences) { expect_loss_gradient_matches(ImageAttention::Soft); }
 TEST(ShowAttendTell, NoAttentionLossGradientMatchesFiniteDifferences) {
   expect_loss_gradient_matches(ImageAttention::None);
+}
+
+// A batch whose captions share images (src_rows: each image encoded once)
+// gives the loss and every gradient of the batch that repeats the images.
+TEST(ShowAttendTell, SharedImagesEqualRepeatedImages) {
+  const ModelConfig c = tiny_config(ImageAttention::Soft);
+  Rng init(3);
+  ShowAttendTell model(c, init, 5);
+  model.train(true);
+  const data::Seq2SeqBatch repeated = tiny_batch(c, 3, {3, 1, 2}, 11);
+  data::Seq2SeqBatch shared = repeated;  // captions 0 and 2 describe image 0
+  const int64_t image = repeated.src.numel() / 3;
+  std::copy(repeated.src.data(), repeated.src.data() + image, repeated.src.data() + 2 * image);
+  shared.src = Tensor::empty({2, 3, c.image_size, c.image_size});
+  std::copy(repeated.src.data(), repeated.src.data() + 2 * image, shared.src.data());
+  shared.src_lengths.resize(2);
+  shared.src_rows = {0, 1, 0};
+  auto run = [&](const data::Seq2SeqBatch& b) {
+    model.zero_grad();
+    Tensor loss = model.loss(b);
+    backward(loss);
+    std::vector<Tensor> grads;
+    for (auto& [name, p] : model.named_parameters()) grads.push_back(p.grad().clone());
+    return std::make_pair(double(loss.item()), grads);
+  };
+  const auto [loss_r, grads_r] = run(repeated);
+  const auto [loss_s, grads_s] = run(shared);
+  EXPECT_NEAR(loss_s, loss_r, 1e-6 * std::abs(loss_r));
+  const auto params = model.named_parameters();
+  for (size_t k = 0; k < grads_r.size(); ++k)
+    EXPECT_REL_CLOSE(grads_s[k], grads_r[k], 1e-4, 1e-3, 1e-30, params[k].first);  // sums in another order
+  shared.src_rows = {0, 1};
+  EXPECT_THROW(model.loss(shared), std::invalid_argument);
 }
 
 // The regulariser is the paper's: lambda sum_i (1 - sum_t alpha_ti)^2 / tokens,

@@ -20,7 +20,7 @@ struct TranslationModel {
 // show_attend_tell, reads images: no vocab.src.model, src_vocab null). Throws
 // std::runtime_error naming the missing or mismatched file.
 TranslationModel load_model_dir(const std::string& dir, const std::string& weights = "");
-// load_model_dir for the text commands (translate, explain, serve): also
+// load_model_dir for the text commands (translate, serve, demo): also
 // throws, naming the directory, for a model that reads images.
 TranslationModel load_translation_model(const std::string& dir, const std::string& weights = "");
 

@@ -178,9 +178,12 @@ protected:
 // masks from an Rng seeded with `dropout_seed`. Validates the config.
 std::unique_ptr<Seq2SeqModel> make_model(const ModelConfig& config, Rng& init, uint64_t dropout_seed);
 
-// ---- row bookkeeping for decoders (no autograd) ----
+// ---- row bookkeeping for decoders and batches that share sources ----
 
-// out[i] = x[rows[i]] along axis 0: x [M, ...] -> [rows.size(), ...]
+// out[i] = x[rows[i]] along axis 0: x [M, ...] -> [rows.size(), ...]. A copy
+// when x needs no gradient (search); differentiable otherwise (its backward
+// sums the rows' gradients into each source row: a batch whose examples share
+// a source, data::Seq2SeqBatch::src_rows).
 Tensor select_rows(const Tensor& x, const std::vector<int64_t>& rows);
 EncoderMemory select_rows(const EncoderMemory& m, const std::vector<int64_t>& rows);
 DecoderState select_rows(const DecoderState& s, const std::vector<int64_t>& rows);

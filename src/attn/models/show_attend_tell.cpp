@@ -181,6 +181,13 @@ StepOutput ShowAttendTell::step(const EncoderMemory& m, const DecoderState& stat
 
 ShowAttendTell::ForcedRun ShowAttendTell::run_forced(const data::Seq2SeqBatch& b) const {
   Encoded e = encode(b.src, b.src_lengths);
+  if (!b.src_rows.empty()) {  // images shared by several captions: encoded once, each caption reads its image's row
+    if (int64_t(b.src_rows.size()) != b.tgt_in.size(0))
+      throw std::invalid_argument("show_attend_tell: " + std::to_string(b.src_rows.size()) + " src_rows for " +
+                                  std::to_string(b.tgt_in.size(0)) + " captions");
+    e.memory = select_rows(e.memory, b.src_rows);
+    e.state = select_rows(e.state, b.src_rows);
+  }
   const int64_t T = b.tgt_in.size(1);
   std::vector<Tensor> emb_t = unbind0(embed_->forward(time_major(b.tgt_in)));  // T x [B, E]
   ForcedRun run;

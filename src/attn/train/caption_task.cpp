@@ -90,6 +90,7 @@ data::BatchOptions batch_options(const TrainOptions& t, const data::SubwordVocab
   bo.seed = derive_seed(t.seed, "data");
   bo.shuffle = shuffle;
   bo.specials = vocab.specials();
+  bo.group_sources = true;  // an image's captions in one batch: its CNN pass serves them all
   return bo;
 }
 
@@ -135,7 +136,8 @@ public:
 
 private:
   void prepare(const PrintFn& print);  // examples, image caches, batchers
-  // b with src = the images its source ids name [B, 3, S, S], src_lengths = the grid's cells.
+  // b with src = each image its source ids name once [U, 3, S, S], src_rows [B]
+  // the image of each caption, src_lengths [U] = the grid's cells.
   data::Seq2SeqBatch with_images(data::Seq2SeqBatch b, const image::ImageCache& cache) const;
   double perplexity(const models::Seq2SeqModel& model) const;
   void decode_valid(const models::Seq2SeqModel& model, Validation& v) const;
@@ -167,15 +169,24 @@ void CaptionTask::prepare(const PrintFn& print) {
   for (const auto& t : train_examples_.tgt) longest_ = std::max<int64_t>(longest_, int64_t(t.size()));
   batcher_ = std::make_unique<data::Batcher>(train_examples_, batch_options(cfg_.train, vocab_, true));
   data::BatchOptions vo = batch_options(cfg_.train, vocab_, false);
-  for (const auto& t : valid_examples_.tgt)  // the budget grows to the longest caption: every pair counts
-    vo.max_tokens = std::max<int64_t>(vo.max_tokens, int64_t(t.size()) + 1);
+  int64_t longest_valid = 0;  // the budget grows to the widest image (its captions, padded): every pair counts
+  size_t most_captions = 1;
+  for (const auto& t : valid_examples_.tgt) longest_valid = std::max<int64_t>(longest_valid, int64_t(t.size()) + 1);
+  for (const auto& c : data_.valid.captions) most_captions = std::max(most_captions, c.size());
+  vo.max_tokens = std::max<int64_t>(vo.max_tokens, int64_t(most_captions) * longest_valid);
   valid_batcher_ = std::make_unique<data::Batcher>(valid_examples_, vo);
   valid_plan_ = valid_batcher_->plan_epoch(0);
 }
 
 data::Seq2SeqBatch CaptionTask::with_images(data::Seq2SeqBatch b, const image::ImageCache& cache) const {
-  std::vector<int64_t> slots;
-  for (int64_t i = 0; i < b.src.size(0); ++i) slots.push_back(int64_t(b.src.data()[i * b.src.size(1)]));
+  std::vector<int64_t> slots;  // [U] cache slots, in order of first use
+  b.src_rows.clear();
+  for (int64_t i = 0; i < b.src.size(0); ++i) {
+    const auto slot = int64_t(b.src.data()[i * b.src.size(1)]);
+    const auto seen = std::find(slots.begin(), slots.end(), slot);
+    b.src_rows.push_back(int64_t(seen - slots.begin()));
+    if (seen == slots.end()) slots.push_back(slot);
+  }
   b.src = cache.batch(slots, caption_normalization());
   b.src_lengths.assign(slots.size(), cfg_.model.grid * cfg_.model.grid);
   return b;
