@@ -114,7 +114,7 @@ std::vector<int64_t> ShowAttendTell::choose_cells(const Tensor& weights) const {
 }
 
 ShowAttendTell::Attended ShowAttendTell::attend(const EncoderMemory& m, const Tensor& h, bool need_scores) const {
-  const int64_t N = h.size(0), L = m.values.size(1), D = m.values.size(2), A = m.keys.size(2);
+  const int64_t N = h.size(0), L = m.values.size(1), D = m.values.size(2);
   Attended r;
   switch (config_.image_attention) {
     case ImageAttention::Soft: {
@@ -132,16 +132,19 @@ ShowAttendTell::Attended ShowAttendTell::attend(const EncoderMemory& m, const Te
       return r;
     case ImageAttention::Hard: break;
   }
-  // Hard: the same score as soft, unfused, because its log-softmax must be
-  // differentiable (the REINFORCE term reads log alpha of the chosen cell).
-  Tensor q = reshape(linear(h, query_w_, Tensor()), {N, 1, A});
-  Tensor e = reshape(linear(tanh(m.keys + q), reshape(score_v_, {1, A}), Tensor()), {N, L});
-  Tensor log_alpha = log_softmax(e, -1);
-  r.weights = exp(log_alpha);
-  if (need_scores) r.scores = e.detach();
+  // Hard: soft's fused score and softmax (attention/additive_step.h), whose
+  // weights are differentiable; the REINFORCE term reads log alpha of the
+  // chosen cell, taken from the weights (a cell is only drawn where alpha > 0;
+  // the 1e-30 keeps log finite where alpha underflowed to 0, whose entropy
+  // term alpha log alpha is 0 either way). Its soft context is not used.
+  attention::AdditiveStepOutput a = attention::additive_step(h, m.keys, m.values, query_w_, score_v_, m.lengths,
+                                                             need_scores);
+  r.weights = a.weights;
+  r.scores = a.scores;
   Tensor chosen = one_hot(choose_cells(r.weights), L);
   r.context = reshape(matmul(reshape(chosen, {N, 1, L}), m.values), {N, D});
   if (is_training()) {
+    Tensor log_alpha = log(affine(r.weights, 1.0f, 1e-30f));
     r.log_choice = sum(log_alpha * chosen, 1);
     r.entropy = -sum(r.weights * log_alpha, 1);
   }

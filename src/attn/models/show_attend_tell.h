@@ -18,6 +18,7 @@
 //   alpha_t = softmax(e_t)                             (eq. 5)
 //   soft:  z_t = sum_i alpha_ti a_i                    (eq. 13)
 //   hard:  z_t = a_s, s ~ Multinoulli(alpha_t) in training (eq. 8), s = argmax alpha_t at inference
+//          (alpha_t from the same fused score and softmax as soft)
 //   none:  z_t = mean_i a_i, alpha_t uniform           (the no-attention baseline)
 //   beta_t = sigmoid(f_beta h_{t-1}); z_t <- beta_t z_t (sec. 4.2.1, the gating scalar)
 //   h_t, c_t = LSTM([E y_{t-1}; z_t], (h_{t-1}, c_t-1))
