@@ -26,6 +26,7 @@ namespace {
 struct EvalOpts {
   std::string model, weights, captions, image_root, split = "test";
   decode::CaptionOptions search;
+  eval::LocalisationOptions localisation;
   int threads = 0, batch = 64;
 };
 
@@ -63,7 +64,7 @@ std::vector<Scored> caption_split(const EvalOpts& o, const decode::TranslationMo
 // The JSON line of the images `subset` (indices into images / scored).
 nlohmann::json score(const std::string& name, const std::vector<size_t>& subset,
                      const std::vector<data::CaptionImage>& images, const std::vector<Scored>& scored,
-                     const decode::ImageModelInput& in) {
+                     const decode::ImageModelInput& in, const eval::LocalisationOptions& options) {
   std::vector<eval::CaptionSample> samples;
   eval::Localisation loc;
   const eval::ObjectLexicon lexicon{scenes::shape_names(), scenes::colour_names(), scenes::size_names()};
@@ -77,7 +78,7 @@ nlohmann::json score(const std::string& name, const std::vector<size_t>& subset,
     if (scored[i].attention.empty()) continue;
     boxes = true;
     const eval::GridGeometry grid{img.width, img.height, in.grid_h, in.grid_w};
-    loc += eval::localise(scored[i].sample.words, scored[i].attention, img.objects, grid, lexicon);
+    loc += eval::localise(scored[i].sample.words, scored[i].attention, img.objects, grid, lexicon, options);
   }
   nlohmann::json j{{"subset", name}, {"images", subset.size()}};
   j["exact_match"] = 100.0 * eval::exact_match_accuracy(samples);
@@ -104,11 +105,11 @@ void run_eval(const EvalOpts& o) {
   const std::vector<Scored> scored = caption_split(o, tm, *in, images);
   std::vector<size_t> all(images.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
-  std::cout << score("all", all, images, scored, *in).dump() << '\n';
+  std::cout << score("all", all, images, scored, *in, o.localisation).dump() << '\n';
   for (size_t count = 1; count <= 3; ++count) {
     const std::vector<size_t> subset = eval::images_with_objects(images, count);
     if (!subset.empty())
-      std::cout << score(std::to_string(count) + " objects", subset, images, scored, *in).dump() << '\n';
+      std::cout << score(std::to_string(count) + " objects", subset, images, scored, *in, o.localisation).dump() << '\n';
   }
   if (!std::cout.flush()) throw std::runtime_error("attn caption eval: cannot write to stdout");
 }
@@ -128,6 +129,11 @@ void add_caption_eval_command(CLI::App& caption) {
   cmd->add_option("--beam", o->search.beam, "beam size (1: greedy)")->capture_default_str()->check(CLI::Range(1, 64));
   cmd->add_option("--max-words", o->search.max_words, "pieces a caption may have")
       ->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd->add_flag("--shape-words-only", o->localisation.shape_words_only,
+                "localisation over the shape words alone (else every size, colour and shape word of an object)");
+  cmd->add_option("--min-overlap", o->localisation.min_overlap,
+                  "share of the argmax cell (or of a smaller box) the object's box must cover")
+      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--batch", o->batch, "images per search")->capture_default_str()->check(CLI::Range(1, 1024));
   cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
   cmd->callback([o] { run_eval(*o); });
