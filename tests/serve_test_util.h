@@ -73,8 +73,11 @@ inline const std::string& serve_toy_run() {
 }
 
 // A small captioner (tests/caption_run.h's toy_captioner, soft attention)
-// trained by `attn train -c` for 150 steps on 150 generated 32x32 scenes, as
-// CaptionE2E does: ATTN_BINARY_DIR/serve_caption_run/{run, scenes}.
+// trained by `attn train -c` for 1000 steps on 300 generated 32x32 scenes
+// (about 11 s on 2 threads): ATTN_BINARY_DIR/serve_caption_run/{run, scenes}.
+// CaptionE2E's 150 steps give every scene the same caption ("an image of a
+// small greend a small greend ..."); after 1000 the captions name the shapes
+// ("an image of a small red square"), so a test can tell scenes apart.
 struct CaptionRun {
   std::string run;                  // the run directory
   std::vector<std::string> images;  // the scenes' PNG files, sorted
@@ -85,10 +88,10 @@ inline const CaptionRun& serve_caption_run() {
     namespace fs = std::filesystem;
     const std::string dir =
         make_once(std::string(ATTN_BINARY_DIR) + "/serve_caption_run", "run/model.safetensors", [](const std::string& tmp) {
-          const std::string json = write_scenes(tmp + "/scenes", 150, 7);
+          const std::string json = write_scenes(tmp + "/scenes", 300, 7);
           const std::string cfg = tmp + "/run.yaml";
           data::write_lines(cfg, {caption_config(json, tmp + "/run",
-                                                 "  max_steps: 150\n  max_epochs: 0\n  valid_every: 0\n"
+                                                 "  max_steps: 1000\n  max_epochs: 0\n  valid_every: 0\n"
                                                  "  log_every: 50\n  threads: 2\n  seed: 2\n",
                                                  toy_captioner("soft") + "  dropout: 0\n")});
           const CommandResult t = run_attn("train -c " + cfg, tmp);

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <future>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "attn/decode/captioner.h"

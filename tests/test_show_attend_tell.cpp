@@ -135,7 +135,7 @@ TEST(ShowAttendTell, SharedImagesEqualRepeatedImages) {
   Rng init(3);
   ShowAttendTell model(c, init, 5);
   model.train(true);
-  const data::Seq2SeqBatch repeated = tiny_batch(c, 3, {3, 1, 2}, 11);
+  data::Seq2SeqBatch repeated = tiny_batch(c, 3, {3, 1, 2}, 11);
   data::Seq2SeqBatch shared = repeated;  // captions 0 and 2 describe image 0
   const int64_t image = repeated.src.numel() / 3;
   std::copy(repeated.src.data(), repeated.src.data() + image, repeated.src.data() + 2 * image);
