@@ -124,7 +124,7 @@ function drawOverlay(canvas, t, box, gridLines) {
 // The grid's cell borders, faint: the cells the weights belong to.
 function drawGrid(ctx, w, h) {
   const [gh, gw] = captionState.answer.grid;
-  ctx.strokeStyle = 'rgba(255, 255, 255, 0.28)';
+  ctx.strokeStyle = 'rgba(255, 255, 255, 0.18)';
   ctx.lineWidth = 1;
   ctx.beginPath();
   for (let c = 1; c < gw; c += 1) {
@@ -192,7 +192,7 @@ function showCaption(answer) {
   if (!answer.words.length) words.append(el('span', { class: 'empty', text: '(an empty caption)' }));
   const [gh, gw] = answer.grid, [ih, iw] = answer.image_size;
   $('caption-meta').textContent = `${answer.words.length} words · log probability ${fmt(answer.log_prob, 3)}` +
-      `${answer.finished ? '' : ' · cut off at the length limit'} · the model saw ${iw} x ${ih} pixels, a ${gh} x ${gw} grid`;
+      `${answer.finished ? '' : ' · cut off at the length limit'} · the model saw ${iw} x ${ih} pixels, a grid of ${gh} x ${gw} cells`;
   const strip = $('strip');
   strip.replaceChildren();
   answer.words.forEach((w, t) => {
@@ -328,7 +328,7 @@ function enterImageMode(health) {
   $('foot-routes').textContent = 'POST /v1/caption';
   if (health.grid && health.image_size) {
     $('caption-hint').append(` This model sees every picture resized to ${health.image_size[1]} x ${health.image_size[0]} ` +
-                             `pixels and attends over a ${health.grid[0]} x ${health.grid[1]} grid.`);
+                             `pixels and attends over a grid of ${health.grid[0]} x ${health.grid[1]} cells.`);
   }
   wireCaption();
 }
