@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <gtest/gtest.h>
 #include <httplib.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -171,6 +173,19 @@ inline std::string read_until_closed(int fd) {
   char buf[4096];
   for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, size_t(n));
   return out;
+}
+
+// An error answer: its status, JSON content type, "field", a non-empty "error"
+// and, when `says` is given, that text in it; `what` names the case in failures.
+inline void expect_error(const httplib::Result& r, int status, const nlohmann::json& field, const std::string& what,
+                         const std::string& says = "") {
+  ASSERT_TRUE(r) << what;
+  EXPECT_EQ(r->status, status) << what << ": " << r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json") << what;
+  const nlohmann::json j = nlohmann::json::parse(r->body);
+  EXPECT_EQ(j["field"], field) << what << ": " << r->body;
+  EXPECT_TRUE(j["error"].is_string() && !j["error"].get<std::string>().empty()) << what;
+  if (!says.empty()) EXPECT_NE(j["error"].get<std::string>().find(says), std::string::npos) << r->body;
 }
 
 inline httplib::Result post_json(httplib::Client& c, const std::string& path, const std::string& body) {
