@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "attn/autograd/node.h"
+#include "attn/autograd/ops.h"
 #include "attn/decode/alignment.h"
 #include "attn/decode/search.h"
 #include "attn/image/image.h"
@@ -38,6 +39,11 @@ Tensor image_batch(const std::vector<std::string>& paths, const ImageModelInput&
     std::memcpy(pixels.data() + b * per_image, one.data(), size_t(per_image) * sizeof(float));
   }
   return pixels;
+}
+
+Tensor picture_batch(const image::Image& picture, const ImageModelInput& in) {
+  const Tensor one = image::picture_input(picture, in.width, in.height, in.normalization);  // [3, H, W]
+  return reshape(one, {1, 3, int64_t(in.height), int64_t(in.width)});
 }
 
 std::vector<PieceCaption> caption_pixels(const models::Seq2SeqModel& model, const Tensor& pixels,

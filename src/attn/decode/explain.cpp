@@ -158,19 +158,38 @@ nlohmann::json explain_text(const TranslationModel& m, const std::string& text, 
   return explanation_json(explain_ids(*m.model, src, o), m, o);
 }
 
-nlohmann::json explain_image(const TranslationModel& m, const std::string& path, const ExplainOptions& o) {
+namespace {
+
+// The run's image input, or std::invalid_argument for a text model.
+ImageModelInput image_input_or_throw(const TranslationModel& m) {
   const std::optional<ImageModelInput> in = image_model_input(m.model->config());
   if (!in)
     throw std::invalid_argument(std::string("explain: the model is ") + models::name(m.model->config().type) +
                                 ", which reads text, not images");
+  return *in;
+}
+
+}  // namespace
+
+nlohmann::json explain_image(const TranslationModel& m, const std::string& path, const ExplainOptions& o) {
+  const ImageModelInput in = image_input_or_throw(m);
   if (o.beam < 1) throw std::invalid_argument("beam: " + std::to_string(o.beam) + " < 1");
+  nlohmann::json j = explain_pixels(m, image_batch({path}, in), o);
+  j["image"] = path;
+  return j;
+}
+
+nlohmann::json explain_pixels(const TranslationModel& m, const Tensor& pixels, const ExplainOptions& o) {
+  const ImageModelInput in = image_input_or_throw(m);
+  if (o.beam < 1) throw std::invalid_argument("beam: " + std::to_string(o.beam) + " < 1");
+  if (!pixels.defined() || pixels.shape() != Shape({1, 3, int64_t(in.height), int64_t(in.width)}))
+    throw std::invalid_argument("explain: expects pixels [1, 3, " + std::to_string(in.height) + ", " +
+                                std::to_string(in.width) + "]");
   ExplainOptions io = o;
   io.max_len_ratio = 0;  // a caption's length does not scale with the grid
   io.max_len_offset = CaptionOptions{}.max_words;
-  const Explanation e = explain_source(*m.model, image_batch({path}, *in), int64_t(in->grid_h) * in->grid_w, io);
-  nlohmann::json j = explanation_json(e, m, o);
-  j["image"] = path;
-  return j;
+  const Explanation e = explain_source(*m.model, pixels, int64_t(in.grid_h) * in.grid_w, io);
+  return explanation_json(e, m, o);
 }
 
 }  // namespace attn::decode

@@ -84,6 +84,12 @@ nlohmann::json explain_text(const TranslationModel& m, const std::string& text, 
 // std::runtime_error naming a file that cannot be read.
 nlohmann::json explain_image(const TranslationModel& m, const std::string& path, const ExplainOptions& o);
 
+// The same for an image already decoded and resized (an upload:
+// decode/captioner.h's picture_batch): pixels [1, 3, H, W] at the model's
+// image size; the JSON has no "image" field. Throws std::invalid_argument for
+// a text model, pixels of another shape or bad options.
+nlohmann::json explain_pixels(const TranslationModel& m, const Tensor& pixels, const ExplainOptions& o);
+
 // The JSON of pieces -> the JSON of words (README "attn explain --words"): a
 // piece starting with "▁" starts a word. Source columns: a word's weight is
 // the sum of its pieces' weights, its score log sum exp of its pieces' visible
