@@ -11,7 +11,7 @@
 # Takes about 80 minutes on 2 cores (three runs of 25 minutes, data, scoring).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-attn=./build/attn
+attn=${ATTN:-./build/attn}  # ATTN: another build of attn (e.g. a copy, while build/ is rebuilt)
 kinds=("$@")
 [ ${#kinds[@]} -gt 0 ] || kinds=(soft hard noattn)
 out=bench/results/caption-$(date -u +%Y-%m-%d).jsonl

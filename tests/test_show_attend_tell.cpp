@@ -258,6 +258,7 @@ TEST(ShowAttendTell, ReinforceEstimatorAveragesToTheExactGradient) {
   ModelConfig c = tiny_config(ImageAttention::Hard);
   c.attention_reg = 0;
   c.entropy_bonus = 0;
+  c.hard_expected_prob = 0;  // every caption draws its cells: the pure estimator
   Rng init(8);
   FixedCells model(c, init, 9);
   model.train(true);
@@ -301,6 +302,44 @@ TEST(ShowAttendTell, ReinforceEstimatorAveragesToTheExactGradient) {
     EXPECT_LT(std::sqrt(diff / norm), 0.1) << names[n] << ": relative error of the averaged estimator";
   }
   EXPECT_NE(model.baseline(), 0.0f);  // the moving average moved
+}
+
+// Xu et al.'s variance reduction: a caption that takes the expected context
+// (hard_expected_prob 1: all of them) trains exactly as soft attention does,
+// with no REINFORCE term; at 0.5 about half the captions draw their cells.
+TEST(ShowAttendTell, HardCaptionsTakingTheExpectationTrainAsSoft) {
+  ModelConfig soft_c = tiny_config(ImageAttention::Soft), hard_c = tiny_config(ImageAttention::Hard);
+  soft_c.dropout = hard_c.dropout = 0;
+  hard_c.entropy_bonus = 0;
+  hard_c.hard_expected_prob = 1;
+  Rng init_soft(8), init_hard(8);
+  ShowAttendTell soft(soft_c, init_soft, 9), hard(hard_c, init_hard, 9);
+  soft.train(true);
+  hard.train(true);
+  const data::Seq2SeqBatch b = tiny_batch(soft_c, 3, {2, 3, 1}, 15);
+  backward(soft.loss(b));
+  ShowAttendTell::LossTerms t = hard.loss_terms(b);
+  EXPECT_EQ(t.reinforce.item(), 0.0f);
+  backward(t.cross_entropy + t.regulariser + t.reinforce);
+  for (const std::string n : {"attention.v", "attention.query.weight", "encoder.blocks.0.conv.weight"}) {
+    Tensor gs = soft.parameter(n).grad(), gh = hard.parameter(n).grad();
+    ASSERT_EQ(gs.numel(), gh.numel());
+    for (int64_t i = 0; i < gs.numel(); ++i) ASSERT_NEAR(gh.data()[i], gs.data()[i], 1e-6f) << n << " element " << i;
+  }
+  EXPECT_EQ(hard.baseline(), 0.0f);  // no caption drew: the baseline did not move
+  hard_c.hard_expected_prob = 0.5;
+  Rng init_half(8);
+  FixedCells half(hard_c, init_half, 9);
+  half.train(true);
+  int drawn = 0;
+  const int batches = 200;
+  for (int i = 0; i < batches; ++i) {
+    half.weights.clear();
+    Tensor r = half.loss_terms(tiny_batch(hard_c, 1, {1}, 16)).reinforce;
+    drawn += r.item() != 0.0f;
+  }
+  EXPECT_GT(drawn, batches * 0.35);
+  EXPECT_LT(drawn, batches * 0.65);
 }
 
 }  // namespace

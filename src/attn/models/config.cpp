@@ -80,6 +80,8 @@ void validate_captioner(const ModelConfig& c) {
   require(c.cnn_channels << (cnn_blocks(c) - 1) <= kMaxWidth, "cnn_channels",
           "the last CNN block's channels " + std::to_string(c.cnn_channels) + " * 2^" +
               std::to_string(cnn_blocks(c) - 1) + " above the limit of " + std::to_string(kMaxWidth));
+  require(c.cnn_context_blocks >= 0 && c.cnn_context_blocks <= 8, "cnn_context_blocks",
+          "cnn_context_blocks = " + std::to_string(c.cnn_context_blocks) + " outside [0, 8]");
   require(c.decoder_layers == 1, "decoder_layers", "show_attend_tell has one decoder layer; decoder_layers = " +
                                                        std::to_string(c.decoder_layers));
   require(c.cell == CellType::Lstm, "cell", "show_attend_tell's decoder is an LSTM (Xu et al.); set cell: lstm");
@@ -91,6 +93,8 @@ void validate_captioner(const ModelConfig& c) {
           "entropy_bonus " + std::to_string(c.entropy_bonus) + " outside [0, 1e6]");
   require(c.baseline_decay >= 0 && c.baseline_decay < 1, "baseline_decay",
           "baseline_decay " + std::to_string(c.baseline_decay) + " outside [0, 1)");
+  require(c.hard_expected_prob >= 0 && c.hard_expected_prob <= 1, "hard_expected_prob",
+          "hard_expected_prob " + std::to_string(c.hard_expected_prob) + " outside [0, 1]");
 }
 
 }  // namespace
@@ -175,10 +179,12 @@ std::string to_json(const ModelConfig& c) {
     j["image_size"] = c.image_size;
     j["grid"] = c.grid;
     j["cnn_channels"] = c.cnn_channels;
+    j["cnn_context_blocks"] = c.cnn_context_blocks;
     j["image_attention"] = name(c.image_attention);
     j["attention_reg"] = c.attention_reg;
     j["entropy_bonus"] = c.entropy_bonus;
     j["baseline_decay"] = c.baseline_decay;
+    j["hard_expected_prob"] = c.hard_expected_prob;
   }
   return j.dump();
 }
@@ -217,10 +223,12 @@ ModelConfig model_config_from_json(const std::string& json_text, const std::stri
   c.image_size = r.get_int("image_size", c.image_size);
   c.grid = r.get_int("grid", c.grid);
   c.cnn_channels = r.get_int("cnn_channels", c.cnn_channels);
+  c.cnn_context_blocks = r.get_int("cnn_context_blocks", c.cnn_context_blocks);
   c.image_attention = r.get_enum("image_attention", c.image_attention, kImageAttention);
   c.attention_reg = r.get_double("attention_reg", c.attention_reg);
   c.entropy_bonus = r.get_double("entropy_bonus", c.entropy_bonus);
   c.baseline_decay = r.get_double("baseline_decay", c.baseline_decay);
+  c.hard_expected_prob = r.get_double("hard_expected_prob", c.hard_expected_prob);
   if (c.type == ModelType::ShowAttendTell) {
     // its own defaults where the text models' differ: no source vocabulary, an LSTM decoder
     if (!j.contains("src_vocab")) c.src_vocab = 0;

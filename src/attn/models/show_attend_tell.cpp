@@ -20,6 +20,7 @@ nn::CnnEncoderOptions cnn_options(const ModelConfig& c) {
   for (int64_t k = 0, ch = c.cnn_channels; k < cnn_blocks(c); ++k, ch *= 2) o.channels.push_back(ch);
   o.groups = 8;
   o.pool = 2;
+  o.context_blocks = c.cnn_context_blocks;
   return o;
 }
 
@@ -113,7 +114,8 @@ std::vector<int64_t> ShowAttendTell::choose_cells(const Tensor& weights) const {
   return cells;
 }
 
-ShowAttendTell::Attended ShowAttendTell::attend(const EncoderMemory& m, const Tensor& h, bool need_scores) const {
+ShowAttendTell::Attended ShowAttendTell::attend(const EncoderMemory& m, const Tensor& h, bool need_scores,
+                                                const Tensor& expected_rows) const {
   const int64_t N = h.size(0), L = m.values.size(1), D = m.values.size(2);
   Attended r;
   switch (config_.image_attention) {
@@ -136,26 +138,29 @@ ShowAttendTell::Attended ShowAttendTell::attend(const EncoderMemory& m, const Te
   // weights are differentiable; the REINFORCE term reads log alpha of the
   // chosen cell, taken from the weights (a cell is only drawn where alpha > 0;
   // the 1e-30 keeps log finite where alpha underflowed to 0, whose entropy
-  // term alpha log alpha is 0 either way). Its soft context is not used.
+  // term alpha log alpha is 0 either way). Its soft context is the expected
+  // one, taken by the rows of expected_rows [N] (1: expected, 0: drawn), whose
+  // REINFORCE advantage is then 0 (loss_terms): their attention learns by backpropagation.
   attention::AdditiveStepOutput a = attention::additive_step(h, m.keys, m.values, query_w_, score_v_, m.lengths,
                                                              need_scores);
   r.weights = a.weights;
   r.scores = a.scores;
   Tensor chosen = one_hot(choose_cells(r.weights), L);
   r.context = reshape(matmul(reshape(chosen, {N, 1, L}), m.values), {N, D});
-  if (is_training()) {
-    Tensor log_alpha = log(affine(r.weights, 1.0f, 1e-30f));
-    r.log_choice = sum(log_alpha * chosen, 1);
-    r.entropy = -sum(r.weights * log_alpha, 1);
-  }
+  if (!is_training()) return r;
+  Tensor log_alpha = log(affine(r.weights, 1.0f, 1e-30f));
+  r.log_choice = sum(log_alpha * chosen, 1);
+  r.entropy = -sum(r.weights * log_alpha, 1);
+  if (expected_rows.defined()) r.context = r.context + (a.context - r.context) * reshape(expected_rows, {N, 1});
   return r;
 }
 
 ShowAttendTell::DecodeStep ShowAttendTell::decoder_step(const EncoderMemory& m, const Tensor& emb,
-                                                        const DecoderState& s, bool need_scores) const {
+                                                        const DecoderState& s, bool need_scores,
+                                                        const Tensor& expected_rows) const {
   const Tensor &h = s.tensors[0], &c = s.tensors[1];
   DecodeStep r;
-  r.attended = attend(m, h, need_scores);
+  r.attended = attend(m, h, need_scores, expected_rows);
   Tensor z = r.attended.context * sigmoid(gate_->forward(h));  // [N, D] * beta [N, 1]
   nn::LstmState next = cell_->forward(concat({emb, z}, 1), {h, c});
   r.state.tensors = {next.h, next.c};
@@ -191,13 +196,23 @@ ShowAttendTell::ForcedRun ShowAttendTell::run_forced(const data::Seq2SeqBatch& b
     e.memory = select_rows(e.memory, b.src_rows);
     e.state = select_rows(e.state, b.src_rows);
   }
-  const int64_t T = b.tgt_in.size(1);
+  const int64_t T = b.tgt_in.size(1), B = b.tgt_in.size(0);
   std::vector<Tensor> emb_t = unbind0(embed_->forward(time_major(b.tgt_in)));  // T x [B, E]
   ForcedRun run;
+  run.drawn.assign(size_t(B), 1.0f);
+  Tensor expected_rows;  // [B]: hard attention's captions that take the expected context at every step
+  if (config_.image_attention == ImageAttention::Hard && is_training() && config_.hard_expected_prob > 0) {
+    expected_rows = Tensor::empty({B});
+    for (int64_t k = 0; k < B; ++k) {
+      const bool expected = attention_rng_.uniform() < config_.hard_expected_prob;
+      expected_rows.data()[k] = expected ? 1.0f : 0.0f;
+      run.drawn[size_t(k)] = expected ? 0.0f : 1.0f;
+    }
+  }
   std::vector<Tensor> features;
   DecoderState s = e.state;
   for (int64_t t = 0; t < T; ++t) {
-    DecodeStep r = decoder_step(e.memory, emb_t[size_t(t)], s, false);
+    DecodeStep r = decoder_step(e.memory, emb_t[size_t(t)], s, false, expected_rows);
     s = std::move(r.state);
     features.push_back(r.features);
     run.weights.push_back(r.attended.weights);
@@ -251,14 +266,17 @@ ShowAttendTell::LossTerms ShowAttendTell::loss_terms(const data::Seq2SeqBatch& b
         length[size_t(i % B)] += 1;
       }
   }
-  double mean_r = 0;
-  for (int64_t k = 0; k < B; ++k) mean_r += reward[size_t(k)] / std::max(length[size_t(k)], 1.0);
-  mean_r /= double(B);
+  double mean_r = 0, drawn = 0;  // over the captions that drew their cells (the others have no REINFORCE term)
+  for (int64_t k = 0; k < B; ++k) {
+    mean_r += run.drawn[size_t(k)] * reward[size_t(k)] / std::max(length[size_t(k)], 1.0);
+    drawn += run.drawn[size_t(k)];
+  }
+  mean_r = drawn > 0 ? mean_r / drawn : std::nan("");
   float* base = baseline_.data();  // {moving average, updates}; the first batch is its own baseline
   const double baseline = base[1] > 0 ? double(base[0]) : mean_r;
   Tensor advantage = Tensor::empty({B});
   for (int64_t k = 0; k < B; ++k)
-    advantage.data()[k] = float(reward[size_t(k)] - length[size_t(k)] * baseline);
+    advantage.data()[k] = run.drawn[size_t(k)] > 0 ? float(reward[size_t(k)] - length[size_t(k)] * baseline) : 0.0f;
   Tensor log_choice = Tensor::zeros({B}), entropy = Tensor::zeros({B});
   for (int64_t t = 0; t < T; ++t) {
     log_choice = log_choice + run.log_choice[size_t(t)] * mask_t[size_t(t)];
@@ -266,7 +284,7 @@ ShowAttendTell::LossTerms ShowAttendTell::loss_terms(const data::Seq2SeqBatch& b
   }
   terms.reinforce = sum_all(log_choice * advantage) * -per_token;
   terms.entropy = sum_all(entropy) * float(-config_.entropy_bonus * per_token);
-  if (std::isfinite(mean_r)) {  // a non-finite batch (its update is skipped) leaves the baseline alone
+  if (std::isfinite(mean_r)) {  // a non-finite batch (its update is skipped), or one that drew no cell, leaves it alone
     const double decay = base[1] > 0 ? config_.baseline_decay : 0.0;
     base[0] = float(decay * double(base[0]) + (1 - decay) * mean_r);
     base[1] += 1;

@@ -18,7 +18,10 @@
 //   alpha_t = softmax(e_t)                             (eq. 5)
 //   soft:  z_t = sum_i alpha_ti a_i                    (eq. 13)
 //   hard:  z_t = a_s, s ~ Multinoulli(alpha_t) in training (eq. 8), s = argmax alpha_t at inference
-//          (alpha_t from the same fused score and softmax as soft)
+//          (alpha_t from the same fused score and softmax as soft); in training a caption takes
+//          soft's expected context at every step instead, with probability hard_expected_prob
+//          (sec. 4.1: "with probability 0.5 for a given image, we set the sampled attention
+//          location s~ to its expected value alpha"), and has no REINFORCE term then
 //   none:  z_t = mean_i a_i, alpha_t uniform           (the no-attention baseline)
 //   beta_t = sigmoid(f_beta h_{t-1}); z_t <- beta_t z_t (sec. 4.2.1, the gating scalar)
 //   h_t, c_t = LSTM([E y_{t-1}; z_t], (h_{t-1}, c_t-1))
@@ -31,9 +34,10 @@
 // over the batch and divided by its tokens:
 //   cross-entropy (label smoothing as configured)
 //   + attention_reg * sum_b sum_i (1 - sum_t alpha_bti)^2 / tokens      (eq. 14; soft and hard)
-//   hard: + REINFORCE (eq. 12): -(1/tokens) sum_b (R_b - len_b * baseline) sum_t log alpha_bt(s_bt),
+//   hard: + REINFORCE (eq. 12): -(1/tokens) sum_b drawn_b (R_b - len_b * baseline) sum_t log alpha_bt(s_bt),
 //         R_b = log p(y_b | s_b, a) (no smoothing), len_b its tokens, baseline the moving average
-//         of R_b / len_b (a buffer, saved in checkpoints: named_buffers() "reinforce_baseline")
+//         of R_b / len_b over the drawn captions (a buffer, saved in checkpoints: named_buffers()
+//         "reinforce_baseline"), drawn_b 0 for a caption that took the expected context
 //         - entropy_bonus * sum_bt H(alpha_bt) / tokens
 //   padded steps count in none of the sums.
 #pragma once
@@ -109,11 +113,14 @@ private:
     std::vector<Tensor> weights;      // [T] of [B, L]
     std::vector<Tensor> log_choice;   // [T] of [B] (hard, training)
     std::vector<Tensor> entropy;      // [T] of [B] (hard, training)
+    std::vector<float> drawn;         // [B] 1 where the caption drew its cells, 0 where it took the expectation
   };
-  // h [N, Hd] -> attention over memory's L cells
-  Attended attend(const EncoderMemory& m, const Tensor& h, bool need_scores) const;
+  // h [N, Hd] -> attention over memory's L cells; expected_rows [N] (hard,
+  // training; may be undefined): 1 where the row takes the expected context
+  Attended attend(const EncoderMemory& m, const Tensor& h, bool need_scores, const Tensor& expected_rows = {}) const;
   // emb [N, E], state at t-1 -> state at t and the step's features
-  DecodeStep decoder_step(const EncoderMemory& m, const Tensor& emb, const DecoderState& s, bool need_scores) const;
+  DecodeStep decoder_step(const EncoderMemory& m, const Tensor& emb, const DecoderState& s, bool need_scores,
+                          const Tensor& expected_rows = {}) const;
   ForcedRun run_forced(const data::Seq2SeqBatch& b) const;
   Tensor drop(const Tensor& x) const;
 
