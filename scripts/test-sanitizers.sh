@@ -98,12 +98,14 @@ run_asan() {
   # halt_on_error: the first report ends the process (and fails the test).
   # detect_leaks: LeakSanitizer at exit; leaks of the Debian libraries are
   # suppressed one by one in lsan.supp (each with the reason).
-  ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:check_initialization_order=1:strict_init_order=1:log_path=$b/sanitizer-reports/asan" \
-  LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0" \
-  UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$b/sanitizer-reports/ubsan" \
   # Not install.find_package: it tests the package's layout (the release suite
   # runs it); here it would compile every installed header under ASan (150 s)
   # to check nothing about memory.
+  # (No comment lines inside the command below: one between its continued
+  # lines ends it there, and the options would not reach ctest.)
+  ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:check_initialization_order=1:strict_init_order=1:log_path=$b/sanitizer-reports/asan" \
+  LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0" \
+  UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$b/sanitizer-reports/ubsan" \
   OMP_WAIT_POLICY=passive env ${ASAN_ISA:+ATTN_ISA=$ASAN_ISA} \
     ctest --test-dir "$b" --output-on-failure -j 2 --timeout 900 -E '^install\.find_package$' || status=$?
   echo "== ASan + UBSan suite ran in $((SECONDS - t0)) s"
