@@ -33,8 +33,8 @@ ATTN_ISA=scalar OMP_WAIT_POLICY=passive ctest --output-on-failure -j 2 --timeout
 stage_done "the suite at ATTN_ISA=scalar"
 cd ..
 
-# The sanitizers (ASan + UBSan over the whole suite, TSan over the threaded
-# tests) and 30 s of every fuzz target: RELIABILITY.md, "Sanitizers" and "Fuzzing".
+# The sanitizers (ASan + UBSan over the suite but the packaging and browser
+# tests, TSan over the threaded tests) and 30 s of every fuzz target: RELIABILITY.md, "Sanitizers" and "Fuzzing".
 asan_isa=""
 if [[ $cpu_isa == avx512 ]]; then asan_isa=avx2; fi
 ASAN_ISA=$asan_isa bash scripts/test-sanitizers.sh asan
