@@ -2,8 +2,16 @@
 # The README's second command (and CI's): install, build, run the whole suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each stage's wall time, for RELIABILITY.md's "CI time"
+t_stage=$SECONDS
+stage_done() {
+  echo "== test.sh: $1 took $((SECONDS - t_stage)) s (total $SECONDS s)"
+  t_stage=$SECONDS
+}
 bash scripts/install-test-deps.sh  # install-deps.sh + the browser test's chromium and npm packages
+stage_done "installing"
 bash scripts/build.sh
+stage_done "the release build"
 cd build
 PARITY_TESTS='Torch|Parity|Oracle|Numpy'
 BROWSER_TESTS='^browser\.'  # the page does not depend on the instruction set
@@ -12,6 +20,7 @@ BROWSER_TESTS='^browser\.'  # the page does not depend on the instruction set
 # Passive OpenMP waits: two test processes share 2 cores, and spinning
 # workers would steal the core a peer thread needs to reach the barrier.
 OMP_WAIT_POLICY=passive ctest --output-on-failure -j 2 --timeout 900
+stage_done "the suite"
 # Again with the kernels capped at each lower instruction set (cpu/isa.h): every
 # build of every dispatched kernel must pass. The PyTorch / NumPy parity tests
 # (half the suite's time, mostly python start-up) ran above; the C++ tests here
@@ -21,11 +30,16 @@ OMP_WAIT_POLICY=passive ctest --output-on-failure -j 2 --timeout 900
 cpu_isa=$(./attn --version | sed -n 's/^instruction set: \([a-z0-9]*\).*/\1/p')
 echo "== the suite without the parity and browser tests, ATTN_ISA=scalar"
 ATTN_ISA=scalar OMP_WAIT_POLICY=passive ctest --output-on-failure -j 2 --timeout 900 -E "$PARITY_TESTS|$BROWSER_TESTS"
+stage_done "the suite at ATTN_ISA=scalar"
 cd ..
 
-# The sanitizers (ASan + UBSan over the whole suite, TSan over the threaded
-# tests) and 30 s of every fuzz target: RELIABILITY.md, "Sanitizers" and "Fuzzing".
+# The sanitizers (ASan + UBSan over the suite but the packaging and browser
+# tests, TSan over the threaded tests) and 30 s of every fuzz target: RELIABILITY.md, "Sanitizers" and "Fuzzing".
 asan_isa=""
 if [[ $cpu_isa == avx512 ]]; then asan_isa=avx2; fi
-ASAN_ISA=$asan_isa bash scripts/test-sanitizers.sh asan tsan
+ASAN_ISA=$asan_isa bash scripts/test-sanitizers.sh asan
+stage_done "the ASan + UBSan build and suite"
+bash scripts/test-sanitizers.sh tsan
+stage_done "the TSan build and tests"
 bash scripts/fuzz-smoke.sh
+stage_done "the fuzz smoke runs"

@@ -19,6 +19,13 @@ Tensor leaf(const SafetensorsFile& f, const std::string& name) { return f.get(na
 // (GEMM blocks): 1e-4 as linear (test_parity_ops.cpp); max-pool copies values
 // (exact); group_norm's output 1e-5 as layer_norm, its dx 1e-4.
 constexpr double kGemmTol = 1e-4;
+// The encoder's gradients come back through group-norm backwards, which
+// subtract means (cancellation), and sums over whole feature maps: fp32
+// rounding reaches past 1e-4. The worst element (of blocks.2.conv.weight,
+// 0.0131) differs from float64 torch by under 1e-4 relative with the AVX-512
+// kernels, 1.05e-4 with AVX2 and 1.5e-4 scalar (ATTN_ISA): 3e-4 holds every
+// instruction set with room, and a wrong gradient is off by far more.
+constexpr double kEncoderTol = 3e-4;
 
 struct ConvCase {
   int batch, in_ch, h, w, out_ch, kh, kw, stride, padding, bias;
@@ -108,8 +115,8 @@ TEST(ParityTorchImage, CnnEncoder) {
   ASSERT_EQ(y.shape(), (Shape{2, 15, 12}));
   EXPECT_CLOSE(y, f.get("out"), kGemmTol, "encoder output");
   backward(y, f.get("R"));
-  EXPECT_CLOSE(x.grad(), f.get("grad.x"), kGemmTol, "d images");
-  for (auto& [name, p] : params) EXPECT_CLOSE(p.grad(), f.get("grad." + name), kGemmTol, "grad " + name);
+  EXPECT_CLOSE(x.grad(), f.get("grad.x"), kEncoderTol, "d images");
+  for (auto& [name, p] : params) EXPECT_CLOSE(p.grad(), f.get("grad." + name), kEncoderTol, "grad " + name);
 }
 
 }  // namespace
