@@ -8,7 +8,8 @@
 # Every training run stops at its config's train.max_minutes (25); the run
 # directories are runs/caption-<kind>, the JSON lines go to
 # bench/results/caption-<date>.jsonl with the run, the CPU and the training time.
-# Takes about 80 minutes on 2 cores (three runs of 25 minutes, data, scoring).
+# Takes about 80 minutes on 2 cores (three runs of 25 minutes, data, scoring); the
+# configs train on one thread, so two kinds can run side by side (two invocations).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 attn=${ATTN:-./build/attn}  # ATTN: another build of attn (e.g. a copy, while build/ is rebuilt)
@@ -28,10 +29,14 @@ for kind in "${kinds[@]}"; do
   fi
   # the training time and steps of the run, from its log
   finished=$(grep '"type":"finished"' "$run/log.jsonl" | tail -n 1)
-  "$attn" caption eval -m "$run" --captions runs/scenes/dataset_shapes.json --split test --threads 2 |
-    while IFS= read -r line; do
-      echo "{\"run\":\"$kind\",\"cpu\":\"$cpu\",\"date\":\"$(date -u +%FT%TZ)\",\"finished\":$finished,\"eval\":$line}"
-    done | tee -a "$out"
+  # localisation over every word of an object (size, colour, shape), then over the shape words alone
+  for words in all shape; do
+    "$attn" caption eval -m "$run" --captions runs/scenes/dataset_shapes.json --split test --threads 2 \
+      $([ "$words" = shape ] && echo --shape-words-only) |
+      while IFS= read -r line; do
+        echo "{\"run\":\"$kind\",\"cpu\":\"$cpu\",\"date\":\"$(date -u +%FT%TZ)\",\"localised_words\":\"$words\",\"finished\":$finished,\"eval\":$line}"
+      done | tee -a "$out"
+  done
 done
 # The README's figures: one test image with three objects, soft and hard attention over it
 image=$(/usr/bin/python3 -c '
