@@ -15,12 +15,22 @@ if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   message(FATAL_ERROR "ATTN_FUZZ needs clang (libFuzzer): configure with -DCMAKE_CXX_COMPILER=clang++ "
                       "(packages clang and libfuzzer-14-dev, scripts/install-deps.sh)")
 endif()
-if(ATTN_SANITIZE)
-  message(FATAL_ERROR "ATTN_FUZZ brings its own sanitizers: configure it without ATTN_SANITIZE")
-endif()
 set(ATTN_FUZZ_SANITIZERS address,undefined)
 set(ATTN_FUZZ_COMMON_FLAGS -fno-sanitize-recover=all -fno-omit-frame-pointer -gline-tables-only)
+if(ATTN_SANITIZE STREQUAL ATTN_FUZZ_SANITIZERS)
+  # Inside the ASan + UBSan build (scripts/test-sanitizers.sh, CI): the
+  # sanitizers are already on every target, and the library's coverage is
+  # limited to the parsers' sources (fuzz/coverage-allowlist.txt), so that the
+  # test suite the same build runs does not pay for coverage in the kernels.
+  # One build instead of two; the fuzzers' feedback is the parsers' branches.
+  set(ATTN_FUZZ_LIB_FLAGS -fsanitize=fuzzer-no-link
+      -fsanitize-coverage-allowlist=${CMAKE_SOURCE_DIR}/fuzz/coverage-allowlist.txt)
+elseif(ATTN_SANITIZE)
+  message(FATAL_ERROR "ATTN_FUZZ goes with ATTN_SANITIZE empty or ${ATTN_FUZZ_SANITIZERS}, not ${ATTN_SANITIZE}")
+else()
+  set(ATTN_FUZZ_LIB_FLAGS -fsanitize=fuzzer-no-link,${ATTN_FUZZ_SANITIZERS} ${ATTN_FUZZ_COMMON_FLAGS})
+endif()
 foreach(lib IN ITEMS attn attn_serve)
-  target_compile_options(${lib} PRIVATE -fsanitize=fuzzer-no-link,${ATTN_FUZZ_SANITIZERS} ${ATTN_FUZZ_COMMON_FLAGS})
+  target_compile_options(${lib} PRIVATE ${ATTN_FUZZ_LIB_FLAGS})
 endforeach()
 add_subdirectory(fuzz)

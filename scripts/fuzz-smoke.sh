@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# CI smoke run of every fuzz target (fuzz/README.md): builds build-fuzz/, then
+# CI smoke run of every fuzz target (fuzz/README.md): builds build-fuzz/ (or
+# takes the targets of FUZZ_BUILD_DIR, e.g. build-asan/, which
+# scripts/test-sanitizers.sh builds with ATTN_FUZZ on), then
 # runs each target for FUZZ_SECONDS (default 30), one per core at a time, on a
 # scratch copy of its seed corpus (fuzz/corpus/<target>/, with
 # fuzz/dict/<target>.dict when present). Fails on any crash, leak, timeout or
@@ -9,7 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-30}
 start=$(date +%s)
-bash scripts/fuzz-build.sh
+fuzz_dir=${FUZZ_BUILD_DIR:-build-fuzz}
+if [ -z "${FUZZ_BUILD_DIR:-}" ]; then bash scripts/fuzz-build.sh; fi
 built=$(date +%s)
 echo "fuzz-smoke: build $((built - start)) s"
 scratch=$(mktemp -d /tmp/attn-fuzz-smoke.XXXXXX)
@@ -22,7 +25,7 @@ smoke() {
   cp fuzz/corpus/"$t"/* "$scratch/$t/corpus/"
   if [ -f fuzz/dict/"$t".dict ]; then dict=(-dict=fuzz/dict/"$t".dict); fi
   # -timeout: one input may take at most 30 s (a shared, loaded machine stalled a 57 ms input for 11 s); -rss_limit_mb: memory per process
-  if ! ASAN_OPTIONS=detect_leaks=1 ./build-fuzz/fuzz/fuzz_"$t" "$scratch/$t/corpus" "${dict[@]}" \
+  if ! ASAN_OPTIONS=detect_leaks=1 ./"$fuzz_dir"/fuzz/fuzz_"$t" "$scratch/$t/corpus" "${dict[@]}" \
       -max_total_time="$seconds" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
       -artifact_prefix="$scratch/$t/artifacts/" >"$log" 2>&1; then
     { tail -n 40 "$log"; echo "fuzz-smoke: fuzz_$t FAILED; the input is in $scratch/$t/artifacts/"; } >"$scratch/$t/result"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The sanitizer stages of CI (scripts/test.sh calls them): builds attn twice
 # more and runs the suite under the sanitizers; fails on any report.
-#   build-asan/  clang, ASan + UBSan (+ LeakSanitizer): the whole suite (ctest)
-#                but the packaging and browser tests (see run_asan).
+#   build-asan/  clang, ASan + UBSan (+ LeakSanitizer): the suite (ctest) but
+#                the packaging, browser and parity tests (see run_asan); also
+#                the fuzz targets (ATTN_FUZZ), which scripts/fuzz-smoke.sh runs.
 #   build-tsan/  clang, TSan, with libomp and its TSan tool Archer: the tests
 #                of the code that runs on more than one thread (TSAN_TESTS).
 # Both with clang: it compiles this code base at -O1 in under half GCC's time
@@ -91,7 +92,9 @@ check_reports() {
 run_asan() {
   local b=$src/build-asan status=0 t0
   echo "== ASan + UBSan build (clang): the whole suite${ASAN_ISA:+, ATTN_ISA=$ASAN_ISA}"
-  configure "$b" -DATTN_SANITIZE=address,undefined
+  # ATTN_FUZZ: the fuzz targets share this build (cmake/fuzz.cmake), and
+  # scripts/fuzz-smoke.sh runs them from here (FUZZ_BUILD_DIR=build-asan)
+  configure "$b" -DATTN_SANITIZE=address,undefined -DATTN_FUZZ=ON
   build "$b"
   rm -rf "$b/sanitizer-reports" && mkdir -p "$b/sanitizer-reports"
   t0=$SECONDS
@@ -100,16 +103,19 @@ run_asan() {
   # suppressed one by one in lsan.supp (each with the reason).
   # Not install.find_package: it tests the package's layout (the release suite
   # runs it); here it would compile every installed header under ASan (150 s)
-  # to check nothing about memory. Not browser.page: the page runs in chromium,
-  # which is not sanitized, and the server routes it calls run under ASan in
-  # the Serve* tests (here it would add 90 s).
+  # to check nothing about memory. Not the browser tests: the page runs in
+  # chromium, which is not sanitized, and the server routes it calls run under
+  # ASan in the Serve* tests (browser.page alone added 90 s). Not the PyTorch /
+  # NumPy parity tests: their C++ side runs the ops the gradient checks and the
+  # other C++ tests run here, and most of their time is python's; the release
+  # suite runs them.
   # (No comment lines inside the command below: one between its continued
   # lines ends it there, and the options would not reach ctest.)
   ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:check_initialization_order=1:strict_init_order=1:log_path=$b/sanitizer-reports/asan" \
   LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:log_path=$b/sanitizer-reports/ubsan" \
   OMP_WAIT_POLICY=passive env ${ASAN_ISA:+ATTN_ISA=$ASAN_ISA} \
-    ctest --test-dir "$b" --output-on-failure -j 2 --timeout 900 -E '^(install\.find_package|browser\.page)$' || status=$?
+    ctest --test-dir "$b" --output-on-failure -j 2 --timeout 900 -E '^(install\.find_package|browser\..*)$|Torch|Parity|Oracle|Numpy' || status=$?
   echo "== ASan + UBSan suite ran in $((SECONDS - t0)) s"
   check_reports "$b" || status=1
   return "$status"

@@ -1,63 +1,113 @@
 // Shared by the `attn serve` tests: a tiny trained model (the toy task of
-// data/toy_tasks.h, trained once per build tree and shared by the test
-// processes), a server running in this process on a free loopback port, and
+// data/toy_tasks.h) and a tiny captioner (generated scenes), each trained once
+// per build tree and shared by the test processes, a server running in this process on a free loopback port, and
 // small HTTP helpers.
 #pragma once
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <gtest/gtest.h>
 #include <httplib.h>
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
 
+#include "attn/data/line_reader.h"
 #include "attn/decode/model_dir.h"
 #include "attn/serve/server.h"
 #include "attn/train/mt_trainer.h"
+#include "caption_run.h"
 #include "toy_run.h"
+#include "train_test_util.h"
 
 namespace attn::testing {
 
+// `dir`, made once per build tree: ctest runs the tests in separate processes,
+// two at a time, so the first one makes it under a lock file (make(scratch)
+// fills a scratch folder and returns the folder to rename to `dir`); the
+// others wait and reuse it. `done` is a file whose presence means it is made.
+inline std::string make_once(const std::string& dir, const std::string& done,
+                             const std::function<std::string(const std::string& scratch)>& make) {
+  namespace fs = std::filesystem;
+  const std::string lock_path = dir + ".lock";
+  const int fd = ::open(lock_path.c_str(), O_CREAT | O_RDWR, 0644);
+  if (fd < 0 || ::flock(fd, LOCK_EX) != 0) throw std::runtime_error("cannot lock " + lock_path);
+  if (!fs::exists(dir + "/" + done)) {
+    const std::string tmp = dir + ".tmp" + std::to_string(::getpid());
+    fs::remove_all(tmp);
+    fs::create_directories(tmp);
+    const std::string made = make(tmp);
+    fs::remove_all(dir);
+    fs::rename(made, dir);
+    fs::remove_all(tmp);
+  }
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+  return dir;
+}
+
 // The run directory of a small rnnsearch trained on the reversal task (5 epochs
-// of 3000 pairs, one thread, seeded): ATTN_BINARY_DIR/serve_toy_run. ctest runs
-// the tests in separate processes, two at a time, so the first one trains it
-// under a lock file into a temporary folder renamed into place; the others wait
-// and reuse it.
+// of 3000 pairs, one thread, seeded): ATTN_BINARY_DIR/serve_toy_run.
 inline const std::string& serve_toy_run() {
-  static const std::string run = [] {
-    namespace fs = std::filesystem;
-    const std::string dir = std::string(ATTN_BINARY_DIR) + "/serve_toy_run";
-    const std::string lock_path = dir + ".lock";
-    const int fd = ::open(lock_path.c_str(), O_CREAT | O_RDWR, 0644);
-    if (fd < 0 || ::flock(fd, LOCK_EX) != 0) throw std::runtime_error("cannot lock " + lock_path);
-    if (!fs::exists(dir + "/model.safetensors")) {
-      const std::string tmp = dir + ".tmp" + std::to_string(::getpid());
-      fs::remove_all(tmp);
-      fs::create_directories(tmp);
-      write_toy(tmp, "train", 3000, 21);
-      write_toy(tmp, "valid", 50, 22);
-      train::TrainConfig cfg = train::parse_train_config(
-          toy_config(tmp, tmp + "/run", "  max_epochs: 5\n  valid_every: 0\n  log_every: 1000\n  threads: 1\n"));
-      train::RunOptions quiet;
-      quiet.print = [](const std::string&) {};
-      train::train_translation(cfg, quiet);
-      fs::remove_all(dir);
-      fs::rename(tmp + "/run", dir);
-      fs::remove_all(tmp);
-    }
-    ::flock(fd, LOCK_UN);
-    ::close(fd);
-    return dir;
-  }();
+  static const std::string run =
+      make_once(std::string(ATTN_BINARY_DIR) + "/serve_toy_run", "model.safetensors", [](const std::string& tmp) {
+        write_toy(tmp, "train", 3000, 21);
+        write_toy(tmp, "valid", 50, 22);
+        train::TrainConfig cfg = train::parse_train_config(
+            toy_config(tmp, tmp + "/run", "  max_epochs: 5\n  valid_every: 0\n  log_every: 1000\n  threads: 1\n"));
+        train::RunOptions quiet;
+        quiet.print = [](const std::string&) {};
+        train::train_translation(cfg, quiet);
+        return tmp + "/run";
+      });
   return run;
+}
+
+// A small captioner (tests/caption_run.h's toy_captioner, soft attention)
+// trained by `attn train -c` for 1000 steps on 300 generated 32x32 scenes
+// (about 11 s on 2 threads): ATTN_BINARY_DIR/serve_caption_run/{run, scenes}.
+// CaptionE2E's 150 steps give every scene the same caption ("an image of a
+// small greend a small greend ..."); after 1000 the captions name the shapes
+// ("an image of a small red square"), so a test can tell scenes apart.
+struct CaptionRun {
+  std::string run;                  // the run directory
+  std::vector<std::string> images;  // the scenes' PNG files, sorted
+};
+
+inline const CaptionRun& serve_caption_run() {
+  static const CaptionRun r = [] {
+    namespace fs = std::filesystem;
+    const std::string dir =
+        make_once(std::string(ATTN_BINARY_DIR) + "/serve_caption_run", "run/model.safetensors", [](const std::string& tmp) {
+          const std::string json = write_scenes(tmp + "/scenes", 300, 7);
+          const std::string cfg = tmp + "/run.yaml";
+          data::write_lines(cfg, {caption_config(json, tmp + "/run",
+                                                 "  max_steps: 1000\n  max_epochs: 0\n  valid_every: 0\n"
+                                                 "  log_every: 50\n  threads: 2\n  seed: 2\n",
+                                                 toy_captioner("soft") + "  dropout: 0\n")});
+          const CommandResult t = run_attn("train -c " + cfg, tmp);
+          if (t.status != 0) throw std::runtime_error("attn train -c " + cfg + " failed:\n" + t.out + t.err);
+          return tmp;
+        });
+    CaptionRun out;
+    out.run = dir + "/run";
+    for (const auto& e : fs::directory_iterator(dir + "/scenes/images"))
+      if (e.path().extension() == ".png") out.images.push_back(e.path().string());
+    std::sort(out.images.begin(), out.images.end());
+    return out;
+  }();
+  return r;
 }
 
 // The toy model loaded once per test process.
@@ -123,6 +173,19 @@ inline std::string read_until_closed(int fd) {
   char buf[4096];
   for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) out.append(buf, size_t(n));
   return out;
+}
+
+// An error answer: its status, JSON content type, "field", a non-empty "error"
+// and, when `says` is given, that text in it; `what` names the case in failures.
+inline void expect_error(const httplib::Result& r, int status, const nlohmann::json& field, const std::string& what,
+                         const std::string& says = "") {
+  ASSERT_TRUE(r) << what;
+  EXPECT_EQ(r->status, status) << what << ": " << r->body;
+  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json") << what;
+  const nlohmann::json j = nlohmann::json::parse(r->body);
+  EXPECT_EQ(j["field"], field) << what << ": " << r->body;
+  EXPECT_TRUE(j["error"].is_string() && !j["error"].get<std::string>().empty()) << what;
+  if (!says.empty()) EXPECT_NE(j["error"].get<std::string>().find(says), std::string::npos) << r->body;
 }
 
 inline httplib::Result post_json(httplib::Client& c, const std::string& path, const std::string& body) {

@@ -38,7 +38,7 @@ TEST(CaptionCommand, NeedsARunAndImagesOrASubcommand) {
   TempDir dir("caption_command_args");
   CommandResult r = run_attn("caption", dir.path);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find("give -m RUN and one or more IMAGE files, or a subcommand (data, sheet)"), std::string::npos)
+  EXPECT_NE(r.err.find("give -m RUN and one or more IMAGE files, or a subcommand (eval, data, sheet)"), std::string::npos)
       << r.err;
   r = run_attn("caption -m " + dir.path + "/none", dir.path);
   EXPECT_EQ(r.status, 1);

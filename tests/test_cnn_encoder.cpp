@@ -58,6 +58,35 @@ TEST(CnnEncoder, SeedWalkThroughGridIsThreeByThree) {
   EXPECT_EQ(enc.forward(rand_uniform({1, 3, 64, 64}, rng, 0.0f, 1.0f)).shape(), (Shape{1, 64, 6}));
 }
 
+// Context blocks run after the pooling blocks at the grid's resolution: the
+// grid and D stay, the block is conv -> norm -> ReLU with no pool, D -> D.
+TEST(CnnEncoder, ContextBlocksKeepTheGrid) {
+  Rng rng(8);
+  CnnEncoderOptions opt = small_options();
+  opt.context_blocks = 2;
+  CnnEncoder enc(opt, rng);
+  ASSERT_EQ(enc.blocks.size(), 5u);
+  EXPECT_EQ(enc.grid_shape(24, 40), (std::pair<int64_t, int64_t>{3, 5}));
+  EXPECT_EQ(enc.parameter("blocks.4.conv.weight").shape(), (Shape{6, 6, 3, 3}));
+  Tensor images = rand_uniform({2, 3, 24, 40}, rng, 0.0f, 1.0f);
+  NoGradGuard ng;
+  Tensor grid = enc.forward(images);
+  ASSERT_EQ(grid.shape(), (Shape{2, 15, 6}));
+  Tensor map = images;
+  for (size_t i = 0; i < 3; ++i) map = enc.blocks[i]->forward(map);
+  for (size_t i = 3; i < 5; ++i) {
+    const CnnBlock& b = *enc.blocks[i];
+    map = relu(b.norm->forward(b.conv->forward(map)));  // no pool
+  }
+  ASSERT_EQ(map.shape(), (Shape{2, 6, 3, 5}));
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t g = 0; g < 15; ++g)
+      for (int64_t d = 0; d < 6; ++d)
+        ASSERT_EQ(grid.data()[(b * 15 + g) * 6 + d], map.data()[(b * 6 + d) * 15 + g]) << "image " << b << " cell " << g;
+  opt.context_blocks = -1;
+  expect_error([&] { CnnEncoder bad(opt, rng); }, "context_blocks");
+}
+
 // An image's annotations do not depend on the other images of its batch (what
 // GroupNorm buys over BatchNorm: beams and batches of any size agree).
 TEST(CnnEncoder, ImagesAreEncodedIndependentlyOfTheirBatch) {

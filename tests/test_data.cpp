@@ -17,6 +17,7 @@
 #include "attn/data/parallel_corpus.h"
 #include "attn/data/utf8.h"
 #include "attn/data/vocab.h"
+#include "attn/tensor/random.h"
 #include "attn/tensor/threading.h"
 
 using namespace attn;
@@ -436,6 +437,48 @@ TEST(Batcher, SortingWindowsReducePadding) {
   const double unsorted = padding_share(1), sorted = padding_share(1 << 16);
   EXPECT_LT(sorted, 0.10);
   EXPECT_GT(unsorted, 3 * sorted);
+}
+
+// group_sources: the pairs sharing a source (consecutive, as a captioning
+// corpus lists an image's captions) land in one batch, every pair once, within
+// the budget; without it the plan is the pair-wise one.
+TEST(Batcher, GroupedSourcesStayInOneBatch) {
+  EncodedCorpus c;
+  Rng rng(4);
+  for (int image = 0; image < 300; ++image) {
+    const int captions = 1 + int(rng.below(5));
+    for (int k = 0; k < captions; ++k) {
+      c.src.push_back({image});
+      c.tgt.push_back(std::vector<int>(size_t(3 + rng.below(12)), 5));
+      c.line.push_back(int64_t(c.size()) + 1);
+    }
+  }
+  BatchOptions o;
+  o.max_tokens = 200;
+  o.group_sources = true;
+  const Batcher b(c, o);
+  for (uint64_t epoch : {0, 1}) {
+    std::vector<int> seen(size_t(c.size()), 0), batch_of_image(300, -1);
+    const auto plan = b.plan_epoch(epoch);
+    for (size_t k = 0; k < plan.size(); ++k) {
+      int64_t widest = 0;
+      for (int64_t i : plan[k]) {
+        ++seen[size_t(i)];
+        widest = std::max(widest, b.cost(i));
+        int& home = batch_of_image[size_t(c.src[size_t(i)][0])];
+        if (home < 0) home = int(k);
+        EXPECT_EQ(home, int(k)) << "image " << c.src[size_t(i)][0] << " split across batches";
+      }
+      EXPECT_LE(int64_t(plan[k].size()) * widest, o.max_tokens);
+    }
+    EXPECT_TRUE(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; })) << "epoch " << epoch;
+  }
+  o.max_tokens = 30;  // an image of 3+ long captions cannot fit: named by its first line
+  EXPECT_THROW(Batcher(c, o), std::invalid_argument);
+  BatchOptions pairwise = o;
+  pairwise.max_tokens = 200;
+  pairwise.group_sources = false;
+  EXPECT_GT(Batcher(c, pairwise).plan_epoch(0).size(), 0u);
 }
 
 TEST(Batcher, PaddedTensorsMatchThePairs) {

@@ -108,7 +108,7 @@ TEST(FuzzRegressions, DeeplyNestedValueInAnErrorDoesNotOverflowTheStack) {
     EXPECT_EQ(std::string(e.what()), "request.text: expected a string, got a list of 1 items");
   }
   const std::string err = invalid_argument_of([&] { models::model_config_from_json("{\"type\": " + deep + "}"); });
-  EXPECT_EQ(err, "model.type: expected one of rnnsearch, luong, got a list of 1 items");
+  EXPECT_EQ(err, "model.type: expected one of rnnsearch, luong, show_attend_tell, got a list of 1 items");
 
   testing::TempDir tmp("fuzz_deep_dtype");
   const std::string header = "{\"w\": {\"dtype\": " + deep + ", \"shape\": [1], \"data_offsets\": [0, 4]}}";

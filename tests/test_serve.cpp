@@ -134,16 +134,6 @@ TEST(Serve, TranslateAnswersWhatTranslateLinesGives) {
   EXPECT_EQ(many["translations"][1]["translation"], "chat rouge .");
 }
 
-// status and "field" of an error answer
-void expect_error(const httplib::Result& r, int status, const json& field, const std::string& what) {
-  ASSERT_TRUE(r) << what;
-  EXPECT_EQ(r->status, status) << what << ": " << r->body;
-  EXPECT_EQ(r->get_header_value("Content-Type"), "application/json") << what;
-  const json j = json::parse(r->body);
-  EXPECT_EQ(j["field"], field) << what << ": " << r->body;
-  EXPECT_TRUE(j["error"].is_string() && !j["error"].get<std::string>().empty()) << what;
-}
-
 TEST(Serve, EveryErrorStatus) {
   auto o = options();
   o.max_body = 1000;

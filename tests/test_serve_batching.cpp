@@ -149,7 +149,7 @@ TEST(ServeBatching, FullQueueAnswers503AtOnce) {
   o.threads = 1;
   o.queue = 2;
   o.max_wait_ms = 0;
-  o.explain = [&](const json& req) {
+  o.explain = [&](const json& req, const Tensor&) {
     if (!entered_once.exchange(true)) entered.set_value();
     released.wait();
     return json{{"echo", req}};
@@ -202,7 +202,7 @@ TEST(ServeBatching, ExplainRouteValidatesAndRunsOnTheWorker) {
   serve::ServerOptions o;
   o.threads = 1;
   o.limits.max_top_k = 20;
-  o.explain = [&](const json& req) {
+  o.explain = [&](const json& req, const Tensor&) {
     {
       std::lock_guard<std::mutex> lock(mu);
       explain_threads.insert(std::this_thread::get_id());

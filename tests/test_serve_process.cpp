@@ -123,6 +123,36 @@ TEST(ServeProcess, SigtermAnswersInFlightRequestsThenExitsZero) {
   EXPECT_EQ(connect_to(port), -1);
 }
 
+// A captioning run: `attn serve` serves it (load_model_dir), and POST
+// /v1/explain with an image's bytes is decode::explain_image's answer for the
+// same file (what `attn explain --format json IMAGE` prints) without its path.
+TEST(ServeProcess, ImageExplainRouteIsAttnExplainOfTheFile) {
+  const CaptionRun& run = serve_caption_run();
+  ServeProcess p({"-m", run.run, "--port", "0", "--threads", "1"});
+  const std::string first = p.line();
+  const std::string prefix = "attn serve: listening on http://127.0.0.1:";
+  ASSERT_EQ(first.rfind(prefix, 0), 0u) << first;
+  httplib::Client c("127.0.0.1", std::stoi(first.substr(prefix.size())));
+  c.set_read_timeout(30, 0);
+  const decode::TranslationModel m = decode::load_model_dir(run.run);
+  for (const bool words : {false, true}) {
+    auto r = c.Post(("/v1/explain?beam=2&top_k=3&words=" + std::string(words ? "true" : "false")).c_str(),
+                    read_bytes(run.images[1]), "image/png");
+    ASSERT_TRUE(r);
+    ASSERT_EQ(r->status, 200) << r->body;
+    decode::ExplainOptions eo;
+    eo.beam = 2, eo.top_k = 3, eo.words = words;
+    json want = decode::explain_image(m, run.images[1], eo);
+    want.erase("image");
+    EXPECT_EQ(json::parse(r->body), want) << "words " << words;
+  }
+  auto r = c.Post("/v1/caption", read_bytes(run.images[1]), "image/png");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  ::kill(p.pid, SIGTERM);
+  EXPECT_EQ(p.wait_exit(30), 0);
+}
+
 // A client that stops sending in the middle of its body, and one that sends
 // nothing, are disconnected after --timeout-s (1 s); others are served meanwhile.
 // The `attn serve` command's POST /v1/explain is decode::explain_text's answer

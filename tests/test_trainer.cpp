@@ -15,6 +15,7 @@
 #include "attn/models/rnnsearch.h"
 #include "attn/nn/multihead.h"
 #include "attn/train/mt_trainer.h"
+#include "caption_run.h"
 #include "toy_run.h"
 #include "train_test_util.h"
 
@@ -55,6 +56,7 @@ struct Kind {
   const char* name;
   std::string model;       // the config's model section
   bool mha = false;        // the tests' own kind (RunOptions::make_model)
+  bool captions = false;   // a captioner: trained on generated scenes (caption_run.h)
 };
 
 std::vector<Kind> kinds() {
@@ -65,6 +67,9 @@ std::vector<Kind> kinds() {
       {"luong_gru_local_p", luong + "  cell: gru\n  score: general\n  window: local-p\n  window_half_width: 2\n  dropout: 0.2\n"},
       {"luong_lstm_concat", luong + "  cell: lstm\n  score: concat\n  encoder_layers: 2\n  dropout: 0.2\n"},
       {"rnnsearch_with_mha_dropout", std::string(kToyRnnSearch) + "  dropout: 0.2\n", true},
+      {"show_attend_tell_soft", toy_captioner("soft") + "  dropout: 0.2\n", false, true},
+      {"show_attend_tell_hard", toy_captioner("hard") + "  dropout: 0.2\n", false, true},
+      {"show_attend_tell_none", toy_captioner("none") + "  dropout: 0.2\n", false, true},
   };
 }
 
@@ -83,6 +88,12 @@ struct Corpus {
   TempDir dir;
 };
 
+// Corpus plus 40 generated scenes (32 training images of 4 captions each, 4 validation images).
+struct CorpusWithScenes : Corpus {
+  CorpusWithScenes() : scenes(write_scenes(dir.path + "/scenes", 40, 3)) {}
+  std::string scenes;
+};
+
 // Weights, optimizer state and best model of two run directories are equal bit for bit.
 void expect_same_run(const std::string& a, const std::string& b) {
   EXPECT_TRUE(same_tensors(a + "/checkpoint/model.safetensors", b + "/checkpoint/model.safetensors"));
@@ -96,10 +107,11 @@ class EveryKind : public ::testing::TestWithParam<Kind> {};
 // end: the same parameters, optimizer state and best model as not stopping.
 TEST_P(EveryKind, ResumeEqualsUninterrupted) {
   const Kind& k = GetParam();
-  Corpus c;
+  CorpusWithScenes c;
   const std::string opts = "  max_steps: 24\n  max_epochs: 0\n  valid_every: 8\n  log_every: 5\n  threads: 2\n";
   auto config = [&](const std::string& out) {
-    return train::parse_train_config(toy_config(c.dir.path, out, opts, "", k.model));
+    return train::parse_train_config(k.captions ? caption_config(c.scenes, out, opts, k.model)
+                                                : toy_config(c.dir.path, out, opts, "", k.model));
   };
   const std::string a = c.dir.path + "/a", b = c.dir.path + "/b";
   train::TrainSummary sa = train::train_translation(config(a), quiet(k));
@@ -117,6 +129,11 @@ TEST_P(EveryKind, ResumeEqualsUninterrupted) {
   if (k.mha) {  // the MultiHeadAttention's own stream is in the checkpoint
     const auto j = nlohmann::json::parse(read_bytes(a + "/checkpoint/trainer_state.json"));
     EXPECT_TRUE(j.at("module_rngs").contains("init_attention.dropout_rng")) << j.at("module_rngs").dump();
+  }
+  if (k.captions) {  // the hard attention's stream and REINFORCE baseline are in the checkpoint
+    const auto j = nlohmann::json::parse(read_bytes(a + "/checkpoint/trainer_state.json"));
+    EXPECT_TRUE(j.at("module_rngs").contains("attention_rng")) << j.at("module_rngs").dump();
+    EXPECT_EQ(j.at("module_buffers").at("reinforce_baseline").size(), 2u) << j.dump();
   }
 }
 

@@ -1,9 +1,13 @@
 // The page of `attn serve`: translate a sentence, draw its attention weights as
 // an interactive heatmap, and step through the decoder's steps (POST /v1/explain).
 // Plain browser JavaScript, no build step, no requests beyond the serving host.
+// For a model that reads images (GET /health "input": "image") the page
+// switches to caption.js's image mode instead (body[data-mode="image"]); the
+// helpers below ($, el, fmt, apiRequest, showErrors) are shared with it.
 //
 // Stable hooks (the browser test tests/browser/page.test.mjs finds the page by these):
 //   body[data-status]          "idle" | "loading" | "done" | "error" (the last request's outcome)
+//   body[data-mode]            "text" | "image" (set from GET /health once it answers)
 //   #src, #beam, #translate    the sentence, the beam size (1-10), the button (Enter in #src submits too)
 //   #error                     the server's JSON "error" (and "field"); hidden when there is none
 //   #translation               the translation; #translation-meta: score and beam
@@ -79,9 +83,15 @@ class ApiError extends Error {
 }
 
 async function postJson(path, body) {
+  return apiRequest(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+}
+
+// fetch(path, init), its JSON answer returned; a failure (no answer, not JSON,
+// an HTTP error) thrown as an ApiError with the server's "error" and "field".
+async function apiRequest(path, init) {
   let res;
   try {
-    res = await fetch(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    res = await fetch(path, init);
   } catch (e) {
     throw new ApiError(`cannot reach the server (${e.message})`, null);
   }
@@ -96,8 +106,7 @@ async function postJson(path, body) {
   return data;
 }
 
-function showErrors(errors) {
-  const box = $('error');
+function showErrors(errors, box = $('error')) {
   box.replaceChildren();
   for (const { what, error } of errors) {
     const line = el('p', { class: 'error-line' });
@@ -479,14 +488,19 @@ function drawLegend() {
   document.querySelector('#legend .legend-ramp').style.background = `linear-gradient(to right, ${stops.join(', ')})`;
 }
 
+// /health names the model, and says whether it reads text or images (then the
+// page turns to its image mode, caption.js). Without an answer the page stays a
+// translation page.
 async function showModel() {
+  let health;
   try {
     const res = await fetch('/health');
-    const health = await res.json();
-    if (health.model) $('model-info').textContent = `model: ${health.model}${health.type ? ` (${health.type})` : ''}`;
+    health = await res.json();
   } catch {
-    // the page works without it: /health only names the model (its run folder and type)
+    return;
   }
+  if (health.model) $('model-info').textContent = `model: ${health.model}${health.type ? ` (${health.type})` : ''}`;
+  if (health.input === 'image') enterImageMode(health);
 }
 
 document.addEventListener('DOMContentLoaded', () => {

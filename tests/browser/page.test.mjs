@@ -9,22 +9,12 @@
 // --model: serve this run folder instead of training the toy model;
 // --url: drive a server that is already running (no model, no `attn serve`).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 
-const { chromium } = await import('playwright-core').catch((e) => {
-  console.error(`playwright-core is not installed (${e.code}): run scripts/install-test-deps.sh ` +
-                '(npm ci in tests/browser)');
-  process.exit(1);
-});
-
-const CHROMIUM = '/usr/bin/chromium';
-// As root chromium needs --no-sandbox; the rest keep it off the network (closed here).
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-                       '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+import { check, finish, launchChromium, run, startServer, stopServer, watchPage } from './common.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -33,25 +23,7 @@ const { values: opts } = parseArgs({
   },
 });
 
-let checks = 0;
-function check(what, fn) {
-  fn();
-  checks += 1;
-  console.log(`ok ${checks} - ${what}`);
-}
-
 // ---- the server ----
-
-function run(cmd, args, logFile) {
-  return new Promise((resolve, reject) => {
-    const log = fs.createWriteStream(logFile);
-    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.pipe(log);
-    child.stderr.pipe(log);
-    child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}; see ${logFile}`))));
-  });
-}
 
 // The toy task of `attn demo` (English words -> French words in reverse order)
 // with the demo's 5 epochs: a few seconds, and then its attention walks the
@@ -62,26 +34,6 @@ async function trainToyModel(attn, dir, logDir) {
   await run(attn, ['demo', '--out', path.join(dir, 'demo'), '--epochs', '5', '--threads', '1'], log);
   console.log(`# toy model trained in ${((Date.now() - started) / 1000).toFixed(1)} s (log: ${log})`);
   return path.join(dir, 'demo', 'run');
-}
-
-// Starts `attn serve -m model --port 0` and reads the port from its listening line.
-function startServer(attn, model, logFile) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(attn, ['serve', '-m', model, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const log = fs.createWriteStream(logFile);
-    let seen = '';
-    const timer = setTimeout(() => reject(new Error(`attn serve printed no listening line in 60 s; see ${logFile}`)), 60000);
-    const onData = (chunk) => {
-      log.write(chunk);
-      seen += chunk.toString();
-      const m = seen.match(/attn serve: listening on (http:\/\/127\.0\.0\.1:\d+)/);
-      if (m) { clearTimeout(timer); resolve({ child, url: m[1] }); }
-    };
-    child.stdout.on('data', onData);
-    child.stderr.on('data', onData);
-    child.on('error', (e) => { clearTimeout(timer); reject(e); });
-    child.on('exit', (code) => { clearTimeout(timer); reject(new Error(`attn serve exited with ${code} before listening:\n${seen}`)); });
-  });
 }
 
 // ---- reading the page ----
@@ -260,20 +212,16 @@ async function main() {
     console.log(`# attn serve on ${server.url}`);
     await drivePage(server.url);
   } finally {
-    server?.child.removeAllListeners('exit');
-    server?.child.kill('SIGTERM');
+    stopServer(server);
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 }
 
 async function drivePage(url) {
-  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
-    const problems = [], foreign = [];
-    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
-    page.on('console', (m) => { if (m.type() === 'error') problems.push(`console error: ${m.text()}`); });
-    page.on('request', (r) => { if (!r.url().startsWith(url) && !r.url().startsWith('data:')) foreign.push(r.url()); });
+    const checkClean = watchPage(page, url);
     await page.goto(url + '/');
     const labelled = await page.$$eval('#src, #beam', (ns) => ns.map((n) => n.labels.length));
     check('the page loads with its sentence and beam controls labelled', () => assert.deepEqual(labelled, [1, 1]));
@@ -288,20 +236,11 @@ async function drivePage(url) {
     await page.screenshot({ path: shot, fullPage: true });
     console.log(`# screenshot: ${shot}`);
 
-    // (the 400 answer below logs a console error of its own)
-    check('no page or console errors, no request beyond the server', () => {
-      assert.deepEqual(problems, []);
-      assert.deepEqual(foreign, []);
-    });
+    checkClean();  // (the 400 answer below logs a console error of its own)
     await checkErrors(page);
   } finally {
     await browser.close();
   }
-  console.log(`${checks} passed, 0 failed`);
 }
 
-main().catch((e) => {
-  console.error(`not ok - ${e.stack ?? e}`);
-  console.log(`${checks} passed, 1 failed`);
-  process.exit(1);
-});
+finish(main());

@@ -1,5 +1,6 @@
 // `attn caption`: image captioning.
 //   attn caption -m RUN IMAGE... [--beam K] [--attention DIR]   caption image files
+//   attn caption eval -m RUN --captions JSON ...                 scores (cmd_caption_eval.cpp)
 //   attn caption data ... / attn caption sheet ...               data (cmd_caption_data.cpp)
 // Captioning prints one line per image, "IMAGE<TAB>caption", in the order given;
 // --attention DIR also draws each caption's per-word attention over its image
@@ -86,9 +87,9 @@ void caption_chunk(const CaptionOpts& o, const decode::TranslationModel& tm, con
 
 void run_captioning(const CaptionOpts& o) {
   if (o.model.empty() || o.images.empty())
-    throw std::invalid_argument("attn caption: give -m RUN and one or more IMAGE files, or a subcommand (data, sheet)");
+    throw std::invalid_argument("attn caption: give -m RUN and one or more IMAGE files, or a subcommand (eval, data, sheet)");
   set_num_threads(o.threads);
-  const decode::TranslationModel tm = decode::load_translation_model(o.model, o.weights);
+  const decode::TranslationModel tm = decode::load_model_dir(o.model, o.weights);  // image_input_of refuses text models
   const decode::ImageModelInput in = image_input_of(tm, o.model);
   for (size_t first = 0; first < o.images.size(); first += size_t(o.batch))
     caption_chunk(o, tm, in, first, std::min(o.images.size(), first + size_t(o.batch)));
@@ -97,7 +98,7 @@ void run_captioning(const CaptionOpts& o) {
 }  // namespace
 
 CLI::App* add_caption_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("caption", "image captioning: caption images (-m RUN IMAGE...), generate a data set "
+  auto* cmd = app.add_subcommand("caption", "image captioning: caption images (-m RUN IMAGE...), score a run (eval), generate a data set "
                                             "(data), look at one (sheet)");
   cmd->require_subcommand(0, 1);
   auto o = std::make_shared<CaptionOpts>();

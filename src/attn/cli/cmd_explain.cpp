@@ -4,11 +4,15 @@
 // top-k next tokens and the chosen one; --format json prints one object per
 // line (README "attn explain" lists the fields). `attn explain --example NAME`
 // prints a seed tutorial's worked example (decode/explain_examples.h).
+// A captioning run (an image model) is explained over its grid: the inputs are
+// image files (arguments, or one path per line of -i / stdin), each step shows
+// the scores and weights as the G x G grid the seed's Figures 10-14 draw.
 #include <iostream>
 
 #include "attn/cli/commands.h"
 #include "attn/cli/heatmaps.h"
 #include "attn/data/line_reader.h"
+#include "attn/decode/captioner.h"
 #include "attn/decode/explain.h"
 #include "attn/decode/explain_examples.h"
 #include "attn/decode/model_dir.h"
@@ -20,13 +24,15 @@ void add_explain_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("explain", "show the attention of a trained model step by step (or a tutorial's example)");
   struct Opts {
     std::string model, weights, input, format = "text", example, heatmap, heatmap_colors = "grey";
+    std::vector<std::string> images;
     decode::ExplainOptions explain;
     int threads = 0;
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("-m,--model", o->model, "run directory written by `attn train`");
   cmd->add_option("--weights", o->weights, "weights file instead of DIR/model.safetensors");
-  cmd->add_option("-i,--input", o->input, "input file, one sentence per line (default: stdin)");
+  cmd->add_option("-i,--input", o->input, "input file, one sentence (image model: image path) per line (default: stdin)");
+  cmd->add_option("images", o->images, "image files to explain (a captioning run; instead of -i / stdin)");
   cmd->add_option("-b,--beam", o->explain.beam, "beam size (1: greedy); the best hypothesis is explained")
       ->capture_default_str();
   cmd->add_option("--top-k", o->explain.top_k, "next-token candidates shown per step")->capture_default_str();
@@ -52,13 +58,22 @@ void add_explain_command(CLI::App& app) {
     set_num_threads(o->threads);
     viz::HeatmapStyle heatmap_style;
     heatmap_style.colors = viz::parse_color_map(o->heatmap_colors, "--heatmap-colors");
-    decode::TranslationModel tm = decode::load_translation_model(o->model, o->weights);
-    const std::string source = o->input.empty() ? "stdin" : o->input;
-    std::vector<std::string> lines = o->input.empty() ? read_stdin_lines() : data::read_lines(o->input);
+    decode::TranslationModel tm = decode::load_model_dir(o->model, o->weights);
+    const bool image_model = decode::image_model_input(tm.model->config()).has_value();
+    if (!image_model && !o->images.empty())
+      throw std::invalid_argument("explain: " + o->model + " is a translation model: give sentences on stdin or -i, "
+                                  "not image files");
+    if (image_model && !o->heatmap.empty())
+      throw std::invalid_argument("explain: --heatmap draws a text model's source x target weights; for an image "
+                                  "model, `attn caption -m RUN IMAGE --attention DIR` draws them over the image");
+    const std::string source = !o->images.empty() ? "arguments" : o->input.empty() ? "stdin" : o->input;
+    std::vector<std::string> lines = !o->images.empty() ? o->images
+                                     : o->input.empty() ? read_stdin_lines()
+                                                        : data::read_lines(o->input);
     for (size_t i = 0; i < lines.size(); ++i) {
       nlohmann::json e;
       try {
-        e = decode::explain_text(tm, lines[i], o->explain);
+        e = image_model ? decode::explain_image(tm, lines[i], o->explain) : decode::explain_text(tm, lines[i], o->explain);
       } catch (const std::invalid_argument& err) {
         throw std::invalid_argument(source + ":" + std::to_string(i + 1) + ": " + err.what());
       }

@@ -1,4 +1,5 @@
-// `attn serve -m RUN`: the model of a run directory behind an HTTP API
+// `attn serve -m RUN`: the model of a run directory (a translation model or an
+// image captioner) behind an HTTP API
 // (serve/server.h; README.md, "attn serve", documents the routes and limits).
 // Prints "attn serve: listening on http://HOST:PORT" on stderr once it listens;
 // SIGTERM or SIGINT stops it: no new connections, the requests in flight are
@@ -16,7 +17,7 @@
 namespace attn::cli {
 
 void add_serve_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("serve", "serve a trained model over HTTP (translate, explain, the web page)");
+  auto* cmd = app.add_subcommand("serve", "serve a trained model over HTTP (translate or caption, explain, the web page)");
   struct Opts {
     std::string model, weights;
     serve::ServerOptions server;
@@ -31,6 +32,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-wait-ms", s.max_wait_ms, "...or this long after its first request")->capture_default_str();
   cmd->add_option("--queue", s.queue, "sentences waiting to be decoded; more: 503")->capture_default_str();
   cmd->add_option("--max-body", s.max_body, "request body limit in bytes; more: 413")->capture_default_str();
+  cmd->add_option("--max-image-pixels", s.max_image_pixels, "an uploaded image declaring more pixels: 413")
+      ->capture_default_str();
   cmd->add_option("--max-src-pieces", s.limits.max_src_pieces, "a text of more source pieces: 400")
       ->capture_default_str();
   cmd->add_option("--max-beam", s.limits.max_beam, "largest beam a request may ask for")->capture_default_str();
@@ -40,15 +43,17 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->callback([o] {
     serve::StopSignals signals;  // before any thread starts, so that no thread dies of SIGTERM
-    decode::TranslationModel tm = decode::load_translation_model(o->model, o->weights);
+    decode::TranslationModel tm = decode::load_model_dir(o->model, o->weights);  // text or image model
     o->server.model_name = std::filesystem::path(o->model).lexically_normal().filename().string();
     if (o->server.model_name.empty()) o->server.model_name = o->model;
-    // POST /v1/explain: what `attn explain --format json` prints (run on the decoding worker)
-    o->server.explain = [&tm](const nlohmann::json& r) {
+    // POST /v1/explain: what `attn explain --format json` prints for the sentence or
+    // image (run on the decoding worker; an upload has no "image" path)
+    o->server.explain = [&tm](const nlohmann::json& r, const Tensor& pixels) {
       decode::ExplainOptions eo;
       eo.beam = r.at("beam").get<int>();
       eo.top_k = r.at("top_k").get<int>();
       eo.words = r.at("words").get<bool>();
+      if (pixels.defined()) return decode::explain_pixels(tm, pixels, eo);
       return decode::explain_text(tm, r.at("text").get<std::string>(), eo);
     };
     serve::Server server(tm, o->server);

@@ -18,6 +18,7 @@ void add_serve_command(CLI::App& app);
 // `attn caption`: the group, returned so that its subcommands can be added to it
 CLI::App* add_caption_command(CLI::App& app);
 void add_caption_data_commands(CLI::App& caption);  // `attn caption data`, `attn caption sheet`
+void add_caption_eval_command(CLI::App& caption);   // `attn caption eval`
 
 // All lines of stdin (data::read_lines: plain or gzip; "stdin:<line>: ..." errors for invalid UTF-8 or NUL).
 std::vector<std::string> read_stdin_lines();

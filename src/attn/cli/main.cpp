@@ -47,7 +47,9 @@ int main(int argc, char** argv) {
   attn::cli::add_average_command(app);
   attn::cli::add_plot_command(app);
   attn::cli::add_serve_command(app);
-  attn::cli::add_caption_data_commands(*attn::cli::add_caption_command(app));
+  CLI::App* caption = attn::cli::add_caption_command(app);
+  attn::cli::add_caption_data_commands(*caption);
+  attn::cli::add_caption_eval_command(*caption);
   attn::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);

@@ -27,6 +27,23 @@ Batcher::Batcher(const EncodedCorpus& corpus, const BatchOptions& options) : cor
                                   std::to_string(corpus.tgt[i].size()) + " + 1) > max_tokens " +
                                   std::to_string(o.max_tokens) + "; filter lengths first");
   }
+  for (int64_t i = 0; i < corpus.size(); ++i)
+    if (i == 0 || !o.group_sources || corpus.src[i] != corpus.src[i - 1]) unit_start_.push_back(i);
+  unit_start_.push_back(corpus.size());
+  for (int64_t u = 0; u < units(); ++u)
+    if (unit_pairs(u) * unit_cost(u) > o.max_tokens || (o.max_sentences > 0 && unit_pairs(u) > o.max_sentences))
+      throw std::invalid_argument("Batcher: the " + std::to_string(unit_pairs(u)) +
+                                  " pairs sharing the source of corpus line " +
+                                  std::to_string(corpus.line[unit_start_[size_t(u)]]) + " need " +
+                                  std::to_string(unit_pairs(u) * unit_cost(u)) + " padded tokens (max_tokens " +
+                                  std::to_string(o.max_tokens) + ") and one batch (max_sentences " +
+                                  std::to_string(o.max_sentences) + ")");
+}
+
+int64_t Batcher::unit_cost(int64_t u) const {
+  int64_t c = 0;
+  for (int64_t i = unit_start_[size_t(u)]; i < unit_start_[size_t(u + 1)]; ++i) c = std::max(c, cost(i));
+  return c;
 }
 
 int64_t Batcher::cost(int64_t i) const {
@@ -35,32 +52,34 @@ int64_t Batcher::cost(int64_t i) const {
 
 std::vector<std::vector<int64_t>> Batcher::plan_epoch(uint64_t epoch) const {
   const auto& o = options_;
-  const int64_t n = corpus_.size();
-  std::vector<int64_t> order(n);
+  const int64_t n = units();
+  std::vector<int64_t> order(n);  // units (pairs unless group_sources)
   std::iota(order.begin(), order.end(), int64_t(0));
   // One stream per (seed, epoch): Rng runs splitmix64 over the seed.
   Rng rng(o.seed * 0x9E3779B97F4A7C15ULL + epoch);
   if (o.shuffle) shuffle(order, rng);
+  // a unit's length key: its widest pair's (target, source) lengths
+  std::vector<std::pair<size_t, size_t>> key(size_t(n), {0, 0});
+  for (int64_t u = 0; u < n; ++u)
+    for (int64_t i = unit_start_[size_t(u)]; i < unit_start_[size_t(u + 1)]; ++i)
+      key[size_t(u)] = std::max(key[size_t(u)], std::make_pair(corpus_.tgt[i].size(), corpus_.src[i].size()));
 
   std::vector<std::vector<int64_t>> batches;
   std::vector<int64_t> batch;  // the open batch; it may continue into the next window
   int64_t widest = 0;          // max cost() in `batch`
   for (int64_t w = 0; w < n; w += o.sort_window) {
     const auto first = order.begin() + w, last = order.begin() + std::min(n, w + o.sort_window);
-    std::stable_sort(first, last, [&](int64_t a, int64_t b) {
-      const size_t ta = corpus_.tgt[a].size(), tb = corpus_.tgt[b].size();
-      return ta != tb ? ta < tb : corpus_.src[a].size() < corpus_.src[b].size();
-    });
+    std::stable_sort(first, last, [&](int64_t a, int64_t b) { return key[size_t(a)] < key[size_t(b)]; });
     for (auto it = first; it != last; ++it) {
-      const int64_t c = cost(*it);
-      const bool full = (o.max_sentences > 0 && int64_t(batch.size()) == o.max_sentences) ||
-                        int64_t(batch.size() + 1) * std::max(widest, c) > o.max_tokens;
+      const int64_t c = unit_cost(*it), k = unit_pairs(*it);
+      const bool full = (o.max_sentences > 0 && int64_t(batch.size()) + k > o.max_sentences) ||
+                        (int64_t(batch.size()) + k) * std::max(widest, c) > o.max_tokens;
       if (!batch.empty() && full) {
         batches.push_back(std::move(batch));
         batch.clear();
         widest = 0;
       }
-      batch.push_back(*it);
+      for (int64_t i = unit_start_[size_t(*it)]; i < unit_start_[size_t(*it + 1)]; ++i) batch.push_back(i);
       widest = std::max(widest, c);
     }
   }

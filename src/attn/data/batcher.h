@@ -10,6 +10,10 @@
 //      (the padded size of src [B, S] and of tgt_in/tgt_out [B, T+1])
 //      and batch_size <= max_sentences; a batch may span two windows
 //   4. shuffle the order of the batches
+// With group_sources, the unit of steps 1-3 is a run of consecutive pairs with
+// the same source (a captioning corpus: an image and its captions), sorted by
+// its longest pair and never split across batches, so that a batch holds each
+// source once (the model encodes it once: Seq2SeqBatch::src_rows).
 // With shuffle = false, steps 1 and 4 are skipped (evaluation): batches come
 // in corpus order within sorted windows, and the plan's indices restore order.
 // Everything runs on the calling thread from one Rng, so a plan depends only
@@ -32,6 +36,7 @@ struct BatchOptions {
   uint64_t seed = 1;             // shuffle seed; epoch e uses a stream derived from (seed, e)
   SpecialIds specials;           // the vocabulary's: pad fills src and tgt_out after each length,
                                  // bos starts tgt_in, eos ends tgt_out
+  bool group_sources = false;    // batch runs of pairs with one source together (see above)
 };
 
 class Batcher {
@@ -58,8 +63,14 @@ public:
   int64_t cost(int64_t index) const;
 
 private:
+  // Unit u is the pairs [unit_start_[u], unit_start_[u + 1]).
+  int64_t units() const { return int64_t(unit_start_.size()) - 1; }
+  int64_t unit_cost(int64_t u) const;  // the widest pair's cost
+  int64_t unit_pairs(int64_t u) const { return unit_start_[size_t(u + 1)] - unit_start_[size_t(u)]; }
+
   const EncodedCorpus& corpus_;
   BatchOptions options_;
+  std::vector<int64_t> unit_start_;  // [units + 1]
 };
 
 }  // namespace attn::data

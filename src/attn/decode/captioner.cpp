@@ -5,8 +5,10 @@
 #include <stdexcept>
 
 #include "attn/autograd/node.h"
+#include "attn/autograd/ops.h"
 #include "attn/decode/alignment.h"
 #include "attn/decode/search.h"
+#include "attn/image/image.h"
 #include "attn/image/input.h"
 
 namespace attn::decode {
@@ -16,6 +18,14 @@ std::optional<ImageModelInput> image_model_input(const models::ModelConfig& c) {
     case models::ModelType::RnnSearch:
     case models::ModelType::Luong:
       return std::nullopt;  // text models
+    case models::ModelType::ShowAttendTell: {
+      ImageModelInput in;
+      in.width = in.height = int(c.image_size);
+      in.grid_h = in.grid_w = int(c.grid);
+      // what the captioning task trains with (train/caption_task.h, caption_normalization)
+      in.normalization = image::imagenet_normalization();
+      return in;
+    }
   }
   return std::nullopt;
 }
@@ -29,6 +39,11 @@ Tensor image_batch(const std::vector<std::string>& paths, const ImageModelInput&
     std::memcpy(pixels.data() + b * per_image, one.data(), size_t(per_image) * sizeof(float));
   }
   return pixels;
+}
+
+Tensor picture_batch(const image::Image& picture, const ImageModelInput& in) {
+  const Tensor one = image::picture_input(picture, in.width, in.height, in.normalization);  // [3, H, W]
+  return reshape(one, {1, 3, int64_t(in.height), int64_t(in.width)});
 }
 
 std::vector<PieceCaption> caption_pixels(const models::Seq2SeqModel& model, const Tensor& pixels,

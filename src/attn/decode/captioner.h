@@ -34,6 +34,10 @@ std::optional<ImageModelInput> image_model_input(const models::ModelConfig& c);
 // the file that cannot be read, std::invalid_argument for no paths.
 Tensor image_batch(const std::vector<std::string>& paths, const ImageModelInput& in);
 
+// pixels [1, 3, H, W]: one decoded picture (an upload) resized and normalised
+// as image_batch does a file's, so the same bytes caption the same either way.
+Tensor picture_batch(const image::Image& picture, const ImageModelInput& in);
+
 struct CaptionOptions {
   int beam = 1;                 // 1: greedy
   double length_penalty = 1.0;  // search.h's alpha

@@ -7,6 +7,7 @@
 
 #include "attn/autograd/node.h"
 #include "attn/data/utf8.h"
+#include "attn/decode/captioner.h"
 #include "attn/decode/search.h"
 #include "attn/models/vocab_topk.h"
 
@@ -46,24 +47,31 @@ ExplainStep record_step(const models::StepOutput& out, int chosen, int64_t top_k
 }  // namespace
 
 Explanation explain_ids(const models::Seq2SeqModel& model, const std::vector<int>& src, const ExplainOptions& o) {
-  if (o.top_k < 1) throw std::invalid_argument("explain: top_k " + std::to_string(o.top_k) + " < 1");
   if (src.empty()) throw std::invalid_argument("explain: empty source");
   const int64_t S = int64_t(src.size());
   Tensor ids = Tensor::empty({1, S});
   for (int64_t j = 0; j < S; ++j) ids.data()[j] = float(src[size_t(j)]);
+  Explanation e = explain_source(model, ids, S, o);
+  e.src = src;
+  return e;
+}
+
+Explanation explain_source(const models::Seq2SeqModel& model, const Tensor& src, int64_t S, const ExplainOptions& o) {
+  if (o.top_k < 1) throw std::invalid_argument("explain: top_k " + std::to_string(o.top_k) + " < 1");
+  if (!src.defined() || src.dim() < 2 || src.size(0) != 1 || S < 1)
+    throw std::invalid_argument("explain: expects one source [1, ...] with at least one position");
   SearchOptions so;
   so.beam = o.beam;
   so.max_len_ratio = o.max_len_ratio;
   so.max_len_offset = o.max_len_offset;
   so.alignments = false;  // the replay records the weights
-  const Hypothesis best = search(model, ids, {S}, so).at(0).hypotheses.at(0);
+  const Hypothesis best = search(model, src, {S}, so).at(0).hypotheses.at(0);
 
   Explanation e;
-  e.src = src;
   e.tokens = best.tokens;
   e.finished = best.finished;
   NoGradGuard no_grad;
-  models::Encoded enc = model.encode(ids, {S});
+  models::Encoded enc = model.encode(src, {S});
   models::DecoderState state = enc.state;
   const data::SpecialIds& sp = model.config().specials;
   Tensor prev = Tensor::full({1}, float(sp.bos));
@@ -102,8 +110,10 @@ nlohmann::json step_json(const ExplainStep& s, size_t t, const data::SubwordVoca
   return j;
 }
 
-// "additive" for rnnsearch, luong's score function otherwise
+// "additive" for rnnsearch and the captioner's soft and hard attention ("none":
+// the captioner's baseline, the mean of the cells), luong's score function otherwise
 std::string score_name(const models::ModelConfig& c) {
+  if (c.type == models::ModelType::ShowAttendTell) return c.image_attention == models::ImageAttention::None ? "none" : "additive";
   return c.type == models::ModelType::RnnSearch ? "additive" : models::name(c.score);
 }
 
@@ -119,12 +129,20 @@ nlohmann::json explanation_json(const Explanation& e, const TranslationModel& m,
                       : nlohmann::json(nullptr);
   j["beam"] = o.beam;
   nlohmann::json src = nlohmann::json::array(), tgt = nlohmann::json::array(), steps = nlohmann::json::array();
-  for (int id : e.src) src.push_back(m.src_vocab->piece(id));
+  const std::optional<ImageModelInput> image = image_model_input(c);
+  if (image) {  // the grid's cells, row by row
+    j["image_attention"] = models::name(c.image_attention);
+    j["grid"] = {image->grid_h, image->grid_w};
+    for (int r = 0; r < image->grid_h; ++r)
+      for (int col = 0; col < image->grid_w; ++col) src.push_back("r" + std::to_string(r) + "c" + std::to_string(col));
+  } else {
+    for (int id : e.src) src.push_back(m.src_vocab->piece(id));
+  }
   for (int id : e.tokens) tgt.push_back(m.tgt_vocab->piece(id));
   for (size_t t = 0; t < e.steps.size(); ++t) steps.push_back(step_json(e.steps[t], t, *m.tgt_vocab));
   j["src_tokens"] = src;
   j["tgt_tokens"] = tgt;
-  j["translation"] = m.tgt_vocab->decode(e.tokens);
+  j[image ? "caption" : "translation"] = m.tgt_vocab->decode(e.tokens);
   j["steps"] = steps;
   return o.words ? merge_words(j) : j;
 }
@@ -138,6 +156,40 @@ nlohmann::json explain_text(const TranslationModel& m, const std::string& text, 
   if (o.beam < 1) throw std::invalid_argument("beam: " + std::to_string(o.beam) + " < 1");
   if (o.top_k < 1) throw std::invalid_argument("top_k: " + std::to_string(o.top_k) + " < 1");
   return explanation_json(explain_ids(*m.model, src, o), m, o);
+}
+
+namespace {
+
+// The run's image input, or std::invalid_argument for a text model.
+ImageModelInput image_input_or_throw(const TranslationModel& m) {
+  const std::optional<ImageModelInput> in = image_model_input(m.model->config());
+  if (!in)
+    throw std::invalid_argument(std::string("explain: the model is ") + models::name(m.model->config().type) +
+                                ", which reads text, not images");
+  return *in;
+}
+
+}  // namespace
+
+nlohmann::json explain_image(const TranslationModel& m, const std::string& path, const ExplainOptions& o) {
+  const ImageModelInput in = image_input_or_throw(m);
+  if (o.beam < 1) throw std::invalid_argument("beam: " + std::to_string(o.beam) + " < 1");
+  nlohmann::json j = explain_pixels(m, image_batch({path}, in), o);
+  j["image"] = path;
+  return j;
+}
+
+nlohmann::json explain_pixels(const TranslationModel& m, const Tensor& pixels, const ExplainOptions& o) {
+  const ImageModelInput in = image_input_or_throw(m);
+  if (o.beam < 1) throw std::invalid_argument("beam: " + std::to_string(o.beam) + " < 1");
+  if (!pixels.defined() || pixels.shape() != Shape({1, 3, int64_t(in.height), int64_t(in.width)}))
+    throw std::invalid_argument("explain: expects pixels [1, 3, " + std::to_string(in.height) + ", " +
+                                std::to_string(in.width) + "]");
+  ExplainOptions io = o;
+  io.max_len_ratio = 0;  // a caption's length does not scale with the grid
+  io.max_len_offset = CaptionOptions{}.max_words;
+  const Explanation e = explain_source(*m.model, pixels, int64_t(in.grid_h) * in.grid_w, io);
+  return explanation_json(e, m, o);
 }
 
 }  // namespace attn::decode

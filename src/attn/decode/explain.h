@@ -11,8 +11,12 @@
 // step of rnnsearch computes the same equations in another order;
 // tests/test_explain.cpp holds them within 1e-5).
 //
-// Legend: S source pieces, T decoder steps (target pieces + 1 for EOS when the
-// path finished), Q query size, V target vocabulary.
+// An image model (show_attend_tell) is explained the same way over its grid:
+// the source positions are the G x G cells (cell g = row * G + col, labelled
+// "r<row>c<col>"), the caption is the path (explain_image).
+//
+// Legend: S source pieces (or grid cells), T decoder steps (target pieces + 1
+// for EOS when the path finished), Q query size, V target vocabulary.
 //
 // Internal header (nlohmann in the interface): not installed.
 #pragma once
@@ -49,7 +53,7 @@ struct ExplainStep {
 };
 
 struct Explanation {
-  std::vector<int> src;            // [S] source ids
+  std::vector<int> src;            // [S] source ids (empty for an image)
   std::vector<int> tokens;         // the chosen path without EOS
   bool finished = false;           // the path ended with EOS (else: the length limit)
   std::vector<ExplainStep> steps;  // [T]
@@ -59,6 +63,11 @@ struct Explanation {
 // Throws std::invalid_argument on options out of range (beam < 1, top_k < 1).
 Explanation explain_ids(const models::Seq2SeqModel& model, const std::vector<int>& src, const ExplainOptions& o);
 
+// The same for any one source the model's encode() reads: src [1, ...] (ids
+// [1, S] or pixels [1, 3, H, W]) with `positions` S attended positions.
+Explanation explain_source(const models::Seq2SeqModel& model, const Tensor& src, int64_t positions,
+                           const ExplainOptions& o);
+
 // The explanation as the JSON object of README "attn explain" (pieces; words
 // when o.words), for a loaded model.
 nlohmann::json explanation_json(const Explanation& e, const TranslationModel& m, const ExplainOptions& o);
@@ -66,6 +75,20 @@ nlohmann::json explanation_json(const Explanation& e, const TranslationModel& m,
 // One sentence's explanation as JSON. Throws std::invalid_argument with a
 // clear message for bad input (invalid UTF-8, an empty text, bad options).
 nlohmann::json explain_text(const TranslationModel& m, const std::string& text, const ExplainOptions& o);
+
+// One image file's explanation as JSON (an image model: decode/captioner.h's
+// image_model_input): src_tokens are the grid's cells, "grid" [Gh, Gw], "image"
+// the path, "caption" the caption (where a text explanation has "translation");
+// the length limit is a caption's (CaptionOptions::max_words), not the grid's.
+// Throws std::invalid_argument for a text model or bad options,
+// std::runtime_error naming a file that cannot be read.
+nlohmann::json explain_image(const TranslationModel& m, const std::string& path, const ExplainOptions& o);
+
+// The same for an image already decoded and resized (an upload:
+// decode/captioner.h's picture_batch): pixels [1, 3, H, W] at the model's
+// image size; the JSON has no "image" field. Throws std::invalid_argument for
+// a text model, pixels of another shape or bad options.
+nlohmann::json explain_pixels(const TranslationModel& m, const Tensor& pixels, const ExplainOptions& o);
 
 // The JSON of pieces -> the JSON of words (README "attn explain --words"): a
 // piece starting with "▁" starts a word. Source columns: a word's weight is
@@ -76,12 +99,14 @@ nlohmann::json explain_text(const TranslationModel& m, const std::string& text, 
 // query_norm, context_norm, position and top_k are its first piece's, the
 // window the union of its pieces' windows, chosen the word and chosen_prob the
 // product of its pieces' probabilities. Throws std::invalid_argument when the
-// object lacks a field the merge reads.
+// object lacks a field the merge reads. An image's cells ("grid") stay one
+// column each; only its caption's pieces merge.
 nlohmann::json merge_words(const nlohmann::json& pieces);
 
 // The readable form of an explanation object (pieces or words): a header, then
 // per step a table of source tokens with score, weight and a bar of the
-// weight, the top-k next tokens and the chosen one.
+// weight (for an image: the scores and the weights as Gh x Gw grids, and the
+// cell with the most weight), the top-k next tokens and the chosen one.
 std::string explanation_table(const nlohmann::json& e);
 
 }  // namespace attn::decode

@@ -52,6 +52,34 @@ void step_table(std::ostream& out, const json& s, const json& src, size_t width)
       << "\n\n";
 }
 
+// An image's step: the scores and the weights as Gh x Gw grids side by side
+// (row 0 at the top, as the picture), then the cell with the most weight.
+void grid_step_table(std::ostream& out, const json& s, const json& src, int gh, int gw) {
+  out << "t=" << s.at("t").get<int64_t>() << "  query |q| = " << fixed(s.at("query_norm").get<double>())
+      << "  context |c| = " << fixed(s.at("context_norm").get<double>()) << "\n";
+  const size_t cell = 8, width = size_t(gw) * cell;
+  out << "  " << pad("scores", width) << "   weights\n";
+  size_t best = 0;
+  for (int r = 0; r < gh; ++r) {
+    std::string scores, weights;
+    for (int c = 0; c < gw; ++c) {
+      const size_t g = size_t(r) * size_t(gw) + size_t(c);
+      const json& sc = s.at("scores")[g];
+      const std::string x = sc.is_null() ? "masked" : fixed(sc.get<double>(), 2);
+      scores += std::string(cell > x.size() ? cell - x.size() : 1, ' ') + x;
+      weights += " " + fixed(s.at("weights")[g].get<double>());
+      if (s.at("weights")[g].get<double>() > s.at("weights")[best].get<double>()) best = g;
+    }
+    out << "  " << pad(scores, width) << "  " << weights << "\n";
+  }
+  out << "  most weight: " << src[best].get<std::string>() << " " << fixed(s.at("weights")[best].get<double>()) << "\n";
+  out << "  top " << s.at("top_k").size() << ":";
+  for (const json& c : s.at("top_k"))
+    out << "  " << c.at("token").get<std::string>() << " " << fixed(c.at("prob").get<double>());
+  out << "\n  chosen: " << s.at("chosen").get<std::string>() << "  p = " << fixed(s.at("chosen_prob").get<double>())
+      << "\n\n";
+}
+
 }  // namespace
 
 std::string explanation_table(const json& e) {
@@ -61,6 +89,14 @@ std::string explanation_table(const json& e) {
     out << ", window " << e.at("window").at("kind").get<std::string>() << " D = " << e.at("window").at("D").get<int64_t>();
   out << ", beam " << e.at("beam").get<int>() << "\n";
   const json& src = e.at("src_tokens");
+  if (e.contains("grid")) {
+    const int gh = e.at("grid")[0].get<int>(), gw = e.at("grid")[1].get<int>();
+    out << "image: " << e.value("image", std::string("?")) << "  (attention over " << gh << " x " << gw
+        << " cells, " << e.at("image_attention").get<std::string>() << ")\ncaption: " << e.at("caption").get<std::string>()
+        << "\n\n";
+    for (const json& s : e.at("steps")) grid_step_table(out, s, src, gh, gw);
+    return out.str();
+  }
   out << "source:";
   size_t width = 6;  // "source"
   for (const json& t : src) {

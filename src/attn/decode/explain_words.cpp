@@ -103,7 +103,11 @@ json merge_words(const json& e) {
   if (!steps.is_array() || (steps.size() != tgt_pieces.size() && steps.size() != tgt_pieces.size() + 1))
     throw std::invalid_argument("merge_words: " + std::to_string(steps.size()) + " steps for " +
                                 std::to_string(tgt_pieces.size()) + " target tokens (expects tokens or tokens + 1)");
-  const auto src = word_spans(src_pieces);
+  std::vector<std::pair<size_t, size_t>> src;  // an image's cells are not pieces: one column each
+  if (e.contains("grid"))
+    for (size_t i = 0; i < src_pieces.size(); ++i) src.emplace_back(i, i + 1);
+  else
+    src = word_spans(src_pieces);
   auto tgt = word_spans(tgt_pieces);
   json out = e;
   json src_words = json::array(), tgt_words = json::array(), merged = json::array();

@@ -23,9 +23,9 @@ void check(const models::Seq2SeqModel& model, const Tensor& src, const std::vect
   if (!(o.length_penalty >= 0)) throw std::invalid_argument("search: length_penalty must be >= 0");
   if (model.is_training())
     throw std::logic_error("search: the model is in training mode (dropout active); call model.train(false) first");
-  // src [B, S] ids for text models, [B, 3, H, W] pixels for image models: the batch axis first
+  // the model's encode() checks the rest of src's shape (ids or images)
   if (!src.defined() || src.dim() < 2 || int64_t(lengths.size()) != src.size(0))
-    throw std::invalid_argument("search: expects src [B, ...] (ids [B, S] or pixels [B, 3, H, W]) and B lengths");
+    throw std::invalid_argument("search: expects src [B, S] (or images [B, 3, H, W]) and B lengths");
 }
 
 int64_t max_steps(const SearchOptions& o, int64_t src_len) {

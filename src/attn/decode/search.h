@@ -55,9 +55,9 @@ struct SearchResult {
 
 // Throws std::invalid_argument on options out of range (beam < 1, nbest
 // outside [1, beam], negative ratio) or sources the model rejects.
-// src [B, S], lengths [B] in [1, S] -> B results. An image model (models/
-// show_attend_tell) takes pixels src [B, 3, H, W] with lengths [B] = Gh * Gw,
-// its grid's cell count: the attention rows are then [steps, Gh * Gw].
+// src [B, S], lengths [B] in [1, S] -> B results. A captioner reads images
+// src [B, 3, H, W] with lengths [B] = its grid's cells (the columns of each
+// step's attention; set max_len_ratio 0 so that they do not set the length limit).
 std::vector<SearchResult> greedy_search(const models::Seq2SeqModel& model, const Tensor& src,
                                         const std::vector<int64_t>& lengths, const SearchOptions& options = {});
 std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const Tensor& src,

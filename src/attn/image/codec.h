@@ -9,11 +9,18 @@
 // ("photo.jpg: JPEG: Premature end of JPEG file", "x.gif: not a PNG or JPEG
 // file (starts with 47 49 46 38)").
 #pragma once
+#include <stdexcept>
 #include <string>
 
 #include "attn/image/image.h"
 
 namespace attn::image {
+
+// A picture whose header declares more pixels than the reader's max_pixels
+// (a decompression bomb, or just too large): a server answers it 413.
+class ImageSizeError : public std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 // The most pixels (width * height) a file may declare: a guard against a
 // corrupt or hostile header asking for gigabytes.
@@ -23,10 +30,18 @@ constexpr long long kMaxPixels = 100'000'000;
 Image read_image(const std::string& path);
 
 // `bytes` decoded as the format its first bytes name; `name` is what errors
-// start with (a file name, "upload", ...).
-Image decode_image(const std::string& bytes, const std::string& name);
-Image decode_png(const std::string& bytes, const std::string& name);
-Image decode_jpeg(const std::string& bytes, const std::string& name);
+// start with (a file name, "upload", ...). A picture of more than `max_pixels`
+// (its header's width * height) is refused before its pixels are decoded: a
+// server taking uploads sets it lower than kMaxPixels, because a small file can
+// declare a large picture): ImageSizeError.
+Image decode_image(const std::string& bytes, const std::string& name, long long max_pixels = kMaxPixels);
+Image decode_png(const std::string& bytes, const std::string& name, long long max_pixels = kMaxPixels);
+Image decode_jpeg(const std::string& bytes, const std::string& name, long long max_pixels = kMaxPixels);
+
+// A progressive JPEG of more scans than this is refused: each scan rereads the
+// whole coefficient buffer, so a small file of thousands of scans would take
+// minutes (libjpeg-turbo's own TJFLAG_LIMITSCANS uses 500).
+constexpr int kMaxJpegScans = 500;
 
 // The image as an 8-bit RGB PNG (values clamped to [0, 1], rounded to the nearest of 256 levels).
 std::string encode_png(const Image& img);

@@ -12,4 +12,7 @@ namespace attn::image {
 // Throws std::runtime_error naming the path when the file cannot be read.
 Tensor load_input(const std::string& path, int width, int height, const Normalization& norm = {});
 
+// The same for a picture already decoded (an upload: codec.h's decode_image).
+Tensor picture_input(const Image& img, int width, int height, const Normalization& norm = {});
+
 }  // namespace attn::image

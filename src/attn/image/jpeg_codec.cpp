@@ -23,6 +23,7 @@ namespace {
 struct JpegState {
   jpeg_decompress_struct cinfo{};
   jpeg_error_mgr err{};
+  jpeg_progress_mgr progress{};  // counts the scans (kMaxJpegScans)
   std::jmp_buf jump;
   char message[JMSG_LENGTH_MAX] = {0};
   bool created = false;
@@ -40,6 +41,16 @@ void on_message(j_common_ptr cinfo, int level) {
   if (level < 0) on_error(cinfo);  // a warning: the data is corrupt or cut short
 }
 
+// Called by libjpeg as it reads: a progressive file's scan count is refused
+// past kMaxJpegScans the moment it is reached, not after minutes of rereading.
+void on_progress(j_common_ptr cinfo) {
+  auto* d = reinterpret_cast<j_decompress_ptr>(cinfo);
+  if (d->input_scan_number <= kMaxJpegScans) return;
+  auto* state = reinterpret_cast<JpegState*>(cinfo->client_data);
+  std::snprintf(state->message, sizeof state->message, "more than %d scans (a progressive file's limit)", kMaxJpegScans);
+  std::longjmp(state->jump, 1);
+}
+
 // CMYK as libjpeg hands it over to RGB. An Adobe marker means inverted values
 // (Photoshop's convention: 0 = full ink), as in every CMYK JPEG seen in practice.
 void cmyk_to_rgb(const uint8_t* cmyk, float* rgb, int n, bool inverted) {
@@ -54,12 +65,13 @@ void cmyk_to_rgb(const uint8_t* cmyk, float* rgb, int n, bool inverted) {
 
 }  // namespace
 
-Image decode_jpeg(const std::string& bytes, const std::string& name) {
+Image decode_jpeg(const std::string& bytes, const std::string& name, long long max_pixels) {
   auto state = std::make_unique<JpegState>();
   jpeg_decompress_struct& cinfo = state->cinfo;
   cinfo.err = jpeg_std_error(&state->err);
   state->err.error_exit = on_error;
   state->err.emit_message = on_message;
+  state->progress.progress_monitor = on_progress;
   cinfo.client_data = state.get();
   if (setjmp(state->jump)) {
     if (state->created) jpeg_destroy_decompress(&state->cinfo);
@@ -69,15 +81,18 @@ Image decode_jpeg(const std::string& bytes, const std::string& name) {
   state->created = true;
   jpeg_mem_src(&cinfo, reinterpret_cast<const unsigned char*>(bytes.data()), (unsigned long)bytes.size());
   jpeg_read_header(&cinfo, TRUE);
+  cinfo.progress = &state->progress;
+  // checked on the header, before jpeg_start_decompress allocates a progressive file's
+  // whole coefficient buffer (2 bytes per sample) and reads every scan into it
+  const long long width = cinfo.image_width, height = cinfo.image_height;
+  if (width * height > max_pixels) {
+    jpeg_destroy_decompress(&cinfo);
+    throw ImageSizeError(name + ": JPEG: unsupported size " + std::to_string(width) + " x " +
+                             std::to_string(height) + " (at most " + std::to_string(max_pixels) + " pixels)");
+  }
   const bool cmyk = cinfo.jpeg_color_space == JCS_CMYK || cinfo.jpeg_color_space == JCS_YCCK;
   cinfo.out_color_space = cmyk ? JCS_CMYK : JCS_RGB;  // libjpeg turns grey and YCbCr into RGB itself
-  jpeg_start_decompress(&cinfo);
-  const long long width = cinfo.output_width, height = cinfo.output_height;
-  if (width * height > kMaxPixels) {
-    jpeg_destroy_decompress(&cinfo);
-    throw std::runtime_error(name + ": JPEG: unsupported size " + std::to_string(width) + " x " +
-                             std::to_string(height) + " (at most " + std::to_string(kMaxPixels) + " pixels)");
-  }
+  jpeg_start_decompress(&cinfo);  // output size = the header's (no scaling asked)
   state->image = Image(int(width), int(height));
   state->row.resize(size_t(width) * size_t(cinfo.output_components));
   while (cinfo.output_scanline < cinfo.output_height) {

@@ -13,7 +13,7 @@
 
 namespace attn::image {
 
-Image decode_png(const std::string& bytes, const std::string& name) {
+Image decode_png(const std::string& bytes, const std::string& name, long long max_pixels) {
   png_image png{};
   png.version = PNG_IMAGE_VERSION;
   if (!png_image_begin_read_from_memory(&png, bytes.data(), bytes.size()))
@@ -22,11 +22,13 @@ Image decode_png(const std::string& bytes, const std::string& name) {
   // every viewer assumes), not linear light as libpng would otherwise take it.
   // (Set after begin_read, which rewrites the flags from the file's header.)
   png.flags |= PNG_IMAGE_FLAG_16BIT_sRGB;
-  if (png.width == 0 || png.height == 0 || (long long)png.width * (long long)png.height > kMaxPixels) {
-    const std::string size = std::to_string(png.width) + " x " + std::to_string(png.height);
+  const long long pixels_declared = (long long)png.width * (long long)png.height;
+  if (png.width == 0 || png.height == 0 || pixels_declared > max_pixels) {
+    const std::string message = name + ": PNG: unsupported size " + std::to_string(png.width) + " x " +
+                                std::to_string(png.height) + " (1 to " + std::to_string(max_pixels) + " pixels)";
     png_image_free(&png);
-    throw std::runtime_error(name + ": PNG: unsupported size " + size + " (1 to " + std::to_string(kMaxPixels) +
-                             " pixels)");
+    if (pixels_declared > max_pixels) throw ImageSizeError(message);
+    throw std::runtime_error(message);
   }
   const bool has_alpha = png.format & PNG_FORMAT_FLAG_ALPHA;
   png.format = PNG_FORMAT_RGB;

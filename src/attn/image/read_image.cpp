@@ -28,9 +28,9 @@ std::string first_bytes_hex(const std::string& bytes) {
 
 }  // namespace
 
-Image decode_image(const std::string& bytes, const std::string& name) {
-  if (starts_with(bytes, "\x89PNG\r\n\x1a\n", 8)) return decode_png(bytes, name);
-  if (starts_with(bytes, "\xff\xd8\xff", 3)) return decode_jpeg(bytes, name);
+Image decode_image(const std::string& bytes, const std::string& name, long long max_pixels) {
+  if (starts_with(bytes, "\x89PNG\r\n\x1a\n", 8)) return decode_png(bytes, name, max_pixels);
+  if (starts_with(bytes, "\xff\xd8\xff", 3)) return decode_jpeg(bytes, name, max_pixels);
   if (bytes.empty()) throw std::runtime_error(name + ": empty file, not a PNG or JPEG image");
   throw std::runtime_error(name + ": not a PNG or JPEG file (starts with " + first_bytes_hex(bytes) + ")");
 }

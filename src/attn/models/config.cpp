@@ -9,7 +9,8 @@ namespace attn::models {
 namespace {
 
 const std::vector<std::pair<std::string, ModelType>> kTypes = {{"rnnsearch", ModelType::RnnSearch},
-                                                               {"luong", ModelType::Luong}};
+                                                               {"luong", ModelType::Luong},
+                                                               {"show_attend_tell", ModelType::ShowAttendTell}};
 const std::vector<std::pair<std::string, CellType>> kCells = {{"gru", CellType::Gru}, {"lstm", CellType::Lstm}};
 const std::vector<std::pair<std::string, LuongScore>> kScores = {
     {"dot", LuongScore::Dot}, {"general", LuongScore::General}, {"concat", LuongScore::Concat}};
@@ -19,6 +20,9 @@ const std::vector<std::pair<std::string, DecoderInit>> kInits = {
     {"mean", DecoderInit::Mean}, {"backward", DecoderInit::Backward}, {"zero", DecoderInit::Zero}};
 const std::vector<std::pair<std::string, TiedEmbeddings>> kTied = {
     {"none", TiedEmbeddings::None}, {"decoder", TiedEmbeddings::Decoder}, {"all", TiedEmbeddings::All}};
+
+const std::vector<std::pair<std::string, ImageAttention>> kImageAttention = {
+    {"soft", ImageAttention::Soft}, {"hard", ImageAttention::Hard}, {"none", ImageAttention::None}};
 
 template <class E>
 const char* lookup(const std::vector<std::pair<std::string, E>>& names, E e) {
@@ -39,8 +43,17 @@ const char* name(ModelType t) { return lookup(kTypes, t); }
 const char* name(CellType t) { return lookup(kCells, t); }
 const char* name(LuongScore s) { return lookup(kScores, s); }
 const char* name(LuongWindow w) { return lookup(kWindows, w); }
+const char* name(ImageAttention a) { return lookup(kImageAttention, a); }
+
+int64_t cnn_blocks(const ModelConfig& c) {
+  int64_t blocks = 0;
+  for (int64_t side = c.grid; side > 0 && side < c.image_size; side *= 2) ++blocks;
+  return blocks;
+}
 
 int64_t min_parameter_count(const ModelConfig& c) {
+  if (reads_images(c))  // target embedding, decoder recurrent weights
+    return c.tgt_vocab * c.embed + 4 * c.decoder_hidden * c.decoder_hidden;
   const int64_t gates = c.cell == CellType::Lstm ? 4 : 3;
   const int64_t directions = c.bidirectional ? 2 : 1;
   int64_t n = c.src_vocab * c.embed;                                          // source embedding
@@ -50,8 +63,47 @@ int64_t min_parameter_count(const ModelConfig& c) {
   return n;
 }
 
+namespace {
+
+// The fields only show_attend_tell reads.
+void validate_captioner(const ModelConfig& c) {
+  require(c.src_vocab == 0, "src_vocab", "show_attend_tell reads images: src_vocab must be 0, got " +
+                                             std::to_string(c.src_vocab));
+  require(c.image_size >= 2 && c.image_size <= 4096, "image_size",
+          "image_size = " + std::to_string(c.image_size) + " outside [2, 4096]");
+  require(c.grid >= 1 && c.grid < c.image_size && c.grid << cnn_blocks(c) == c.image_size, "grid",
+          "grid = " + std::to_string(c.grid) + ": image_size / grid must be a power of 2 >= 2 (image_size " +
+              std::to_string(c.image_size) + ")");
+  require(cnn_blocks(c) <= 8, "grid", "image_size / grid = 2^" + std::to_string(cnn_blocks(c)) + ": at most 8 CNN blocks");
+  require(c.cnn_channels >= 8 && c.cnn_channels <= kMaxWidth && c.cnn_channels % 8 == 0, "cnn_channels",
+          "cnn_channels = " + std::to_string(c.cnn_channels) + " must be a multiple of 8 (GroupNorm groups) in [8, " + std::to_string(kMaxWidth) + "]");
+  require(c.cnn_channels << (cnn_blocks(c) - 1) <= kMaxWidth, "cnn_channels",
+          "the last CNN block's channels " + std::to_string(c.cnn_channels) + " * 2^" +
+              std::to_string(cnn_blocks(c) - 1) + " above the limit of " + std::to_string(kMaxWidth));
+  require(c.cnn_context_blocks >= 0 && c.cnn_context_blocks <= 8, "cnn_context_blocks",
+          "cnn_context_blocks = " + std::to_string(c.cnn_context_blocks) + " outside [0, 8]");
+  require(c.decoder_layers == 1, "decoder_layers", "show_attend_tell has one decoder layer; decoder_layers = " +
+                                                       std::to_string(c.decoder_layers));
+  require(c.cell == CellType::Lstm, "cell", "show_attend_tell's decoder is an LSTM (Xu et al.); set cell: lstm");
+  require(c.tied_embeddings != TiedEmbeddings::All, "tied_embeddings",
+          "show_attend_tell has no source embedding: tied_embeddings none or decoder");
+  require(c.attention_reg >= 0 && c.attention_reg <= 1e6, "attention_reg",
+          "attention_reg " + std::to_string(c.attention_reg) + " outside [0, 1e6]");
+  require(c.entropy_bonus >= 0 && c.entropy_bonus <= 1e6, "entropy_bonus",
+          "entropy_bonus " + std::to_string(c.entropy_bonus) + " outside [0, 1e6]");
+  require(c.baseline_decay >= 0 && c.baseline_decay < 1, "baseline_decay",
+          "baseline_decay " + std::to_string(c.baseline_decay) + " outside [0, 1)");
+  require(c.hard_expected_prob >= 0 && c.hard_expected_prob <= 1, "hard_expected_prob",
+          "hard_expected_prob " + std::to_string(c.hard_expected_prob) + " outside [0, 1]");
+}
+
+}  // namespace
+
 void validate(const ModelConfig& c) {
-  require(c.src_vocab > 4, "src_vocab", "src_vocab " + std::to_string(c.src_vocab) + " must be > 4 (4 special ids)");
+  if (reads_images(c))
+    validate_captioner(c);
+  else
+    require(c.src_vocab > 4, "src_vocab", "src_vocab " + std::to_string(c.src_vocab) + " must be > 4 (4 special ids)");
   require(c.tgt_vocab > 4, "tgt_vocab", "tgt_vocab " + std::to_string(c.tgt_vocab) + " must be > 4 (4 special ids)");
   for (auto [n, v] : {std::pair<const char*, int64_t>{"embed", c.embed}, {"encoder_hidden", c.encoder_hidden},
                       {"encoder_layers", c.encoder_layers}, {"decoder_hidden", c.decoder_hidden},
@@ -69,7 +121,7 @@ void validate(const ModelConfig& c) {
     require(v <= kMaxLayers, n, std::string(n) + " = " + std::to_string(v) + " above the limit of " + std::to_string(kMaxLayers));
   require(c.dropout >= 0 && c.dropout < 1, "dropout", "dropout " + std::to_string(c.dropout) + " outside [0, 1)");
   require(c.window_half_width >= 0, "window_half_width", "window_half_width must be >= 0");
-  const int64_t smaller_vocab = std::min(c.src_vocab, c.tgt_vocab);
+  const int64_t smaller_vocab = reads_images(c) ? c.tgt_vocab : std::min(c.src_vocab, c.tgt_vocab);
   for (auto [n, id] : {std::pair<const char*, int>{"pad_id", c.specials.pad}, {"bos_id", c.specials.bos},
                        {"eos_id", c.specials.eos}, {"unk_id", c.specials.unk}})
     require(id >= 0 && id < smaller_vocab, n, std::string(n) + " = " + std::to_string(id) + " outside [0, " +
@@ -86,7 +138,7 @@ void validate(const ModelConfig& c) {
     if (c.tied_embeddings != TiedEmbeddings::None)
       require(c.readout == c.embed, "readout", "tied_embeddings needs readout == embed (" + std::to_string(c.readout) +
                                         " != " + std::to_string(c.embed) + ")");
-  } else {
+  } else if (c.type == ModelType::Luong) {
     require(c.decoder_hidden == c.encoder_hidden * (c.bidirectional ? 2 : 1) || c.score != LuongScore::Dot, "score",
             "luong dot scores need decoder_hidden == encoder output size (" + std::to_string(c.decoder_hidden) +
                 " vs " + std::to_string(c.encoder_hidden * (c.bidirectional ? 2 : 1)) + "); use score: general");
@@ -123,6 +175,17 @@ std::string to_json(const ModelConfig& c) {
   j["bos_id"] = c.specials.bos;
   j["eos_id"] = c.specials.eos;
   j["unk_id"] = c.specials.unk;
+  if (reads_images(c)) {  // written only for the kind that reads them: text models' files stay as they were
+    j["image_size"] = c.image_size;
+    j["grid"] = c.grid;
+    j["cnn_channels"] = c.cnn_channels;
+    j["cnn_context_blocks"] = c.cnn_context_blocks;
+    j["image_attention"] = name(c.image_attention);
+    j["attention_reg"] = c.attention_reg;
+    j["entropy_bonus"] = c.entropy_bonus;
+    j["baseline_decay"] = c.baseline_decay;
+    j["hard_expected_prob"] = c.hard_expected_prob;
+  }
   return j.dump();
 }
 
@@ -157,6 +220,20 @@ ModelConfig model_config_from_json(const std::string& json_text, const std::stri
   c.specials.bos = int(r.get_int("bos_id", c.specials.bos, 0, kMaxVocab));
   c.specials.eos = int(r.get_int("eos_id", c.specials.eos, 0, kMaxVocab));
   c.specials.unk = int(r.get_int("unk_id", c.specials.unk, 0, kMaxVocab));
+  c.image_size = r.get_int("image_size", c.image_size);
+  c.grid = r.get_int("grid", c.grid);
+  c.cnn_channels = r.get_int("cnn_channels", c.cnn_channels);
+  c.cnn_context_blocks = r.get_int("cnn_context_blocks", c.cnn_context_blocks);
+  c.image_attention = r.get_enum("image_attention", c.image_attention, kImageAttention);
+  c.attention_reg = r.get_double("attention_reg", c.attention_reg);
+  c.entropy_bonus = r.get_double("entropy_bonus", c.entropy_bonus);
+  c.baseline_decay = r.get_double("baseline_decay", c.baseline_decay);
+  c.hard_expected_prob = r.get_double("hard_expected_prob", c.hard_expected_prob);
+  if (c.type == ModelType::ShowAttendTell) {
+    // its own defaults where the text models' differ: no source vocabulary, an LSTM decoder
+    if (!j.contains("src_vocab")) c.src_vocab = 0;
+    if (!j.contains("cell")) c.cell = CellType::Lstm;
+  }
   r.finish();
   return c;
 }

@@ -3,7 +3,7 @@
 // stored as JSON inside every model file, so a model directory alone says how
 // to rebuild its network.
 //
-//   type: rnnsearch | luong
+//   type: rnnsearch | luong | show_attend_tell
 //   src_vocab, tgt_vocab            set by the trainer from the vocabularies
 //   embed                           E, word embedding size (source and target)
 //   encoder_hidden, encoder_layers  He per direction, stacked layers
@@ -19,6 +19,23 @@
 //   tied_embeddings: none | decoder | all   share the output projection with the target
 //                                   embedding (decoder), and also the source embedding (all, joint vocab)
 //   pad_id, bos_id, eos_id, unk_id  the vocabularies' special ids (set by the trainer from them)
+// show_attend_tell (image captioning; src_vocab unused and 0) reads embed, decoder_hidden,
+// attention (A), dropout, tgt_vocab and:
+//   image_size                      H = W of the input images (pixels)
+//   grid                            G: the CNN's output grid is G x G (image_size / grid a power of 2)
+//   cnn_channels                    the first CNN block's channels (a multiple of 8); each later
+//                                   block doubles it, the last block's is the annotation size D
+//   cnn_context_blocks              CNN blocks after those, at the grid's resolution (no pooling):
+//                                   each widens what a cell sees by two cells
+//   image_attention: soft | hard | none   softmax-weighted sum of the cells / one cell sampled
+//                                   (training) or the argmax cell (inference) / the mean of the
+//                                   cells as the only context (the no-attention baseline)
+//   attention_reg                   lambda of the doubly stochastic regulariser sum_i (1 - sum_t alpha_ti)^2
+//   entropy_bonus                   hard: weight of the attention entropy in the REINFORCE loss
+//   baseline_decay                  hard: the moving-average baseline b <- decay b + (1 - decay) r
+//   hard_expected_prob              hard, training: the probability, per caption, that every step
+//                                   takes the expected context (soft's) instead of a drawn cell
+//                                   (Xu et al. sec. 4.1 use 0.5 to reduce the estimator's variance)
 #pragma once
 #include <cstdint>
 #include <string>
@@ -27,12 +44,13 @@
 
 namespace attn::models {
 
-enum class ModelType { RnnSearch, Luong };
+enum class ModelType { RnnSearch, Luong, ShowAttendTell };
 enum class CellType { Gru, Lstm };
 enum class LuongScore { Dot, General, Concat };
 enum class LuongWindow { Global, LocalM, LocalP };
 enum class DecoderInit { Mean, Backward, Zero };
 enum class TiedEmbeddings { None, Decoder, All };
+enum class ImageAttention { Soft, Hard, None };
 
 struct ModelConfig {
   ModelType type = ModelType::RnnSearch;  // which network
@@ -54,7 +72,22 @@ struct ModelConfig {
   double dropout = 0.2;                   // dropout probability in training
   TiedEmbeddings tied_embeddings = TiedEmbeddings::None;  // weight sharing, see the file comment
   data::SpecialIds specials;              // padding (embedding zero row, ignored by the loss), BOS, EOS, UNK
+  // show_attend_tell only (see the file comment)
+  int64_t image_size = 64;                // H = W
+  int64_t grid = 8;                       // G: annotations on a G x G grid
+  int64_t cnn_channels = 32;              // first CNN block's channels; D = cnn_channels * 2^(blocks - 1)
+  int64_t cnn_context_blocks = 0;         // unpooled CNN blocks at the grid's resolution after the pooling ones
+  ImageAttention image_attention = ImageAttention::Soft;
+  double attention_reg = 1.0;             // lambda (Xu et al. eq. 14)
+  double entropy_bonus = 0.01;            // hard: lambda_e (Xu et al. eq. 12)
+  double baseline_decay = 0.9;            // hard: b_k = decay b_{k-1} + (1 - decay) r_k (Xu et al. sec. 4.1)
+  double hard_expected_prob = 0.5;        // hard: P(a caption takes the expected context) (Xu et al. sec. 4.1)
 };
+
+// The CNN blocks of a show_attend_tell config: log2(image_size / grid).
+int64_t cnn_blocks(const ModelConfig& c);
+// Whether the model reads images (show_attend_tell) rather than source ids.
+inline bool reads_images(const ModelConfig& c) { return c.type == ModelType::ShowAttendTell; }
 
 // Throws std::invalid_argument naming the field when a value is out of range
 // or a combination is not supported (e.g. tied embeddings with readout != embed).
@@ -81,5 +114,6 @@ const char* name(ModelType t);
 const char* name(CellType t);
 const char* name(LuongScore s);
 const char* name(LuongWindow w);
+const char* name(ImageAttention a);
 
 }  // namespace attn::models

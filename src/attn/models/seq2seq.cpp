@@ -9,10 +9,13 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "attn/autograd/node.h"
+#include "attn/autograd/ops.h"
 #include "attn/models/luong.h"
 #include "attn/models/model_parts.h"
 #include "attn/models/output_loss.h"
 #include "attn/models/rnnsearch.h"
+#include "attn/models/show_attend_tell.h"
 #include "attn/models/vocab_topk.h"
 #include "attn/tensor/threading.h"
 
@@ -28,7 +31,11 @@ Tensor Seq2SeqModel::loss(const data::Seq2SeqBatch& b, const LossOptions& option
 }
 
 Tensor Seq2SeqModel::cross_entropy(const data::Seq2SeqBatch& b, const LossOptions& options) const {
-  Tensor features = forced_features(b);    // [T * B, R], time-major
+  return cross_entropy_of(forced_features(b), b, options);
+}
+
+Tensor Seq2SeqModel::cross_entropy_of(const Tensor& features, const data::Seq2SeqBatch& b,
+                                      const LossOptions& options) const {
   Tensor targets = time_major(b.tgt_out);  // [T, B]
   CrossEntropyOptions ce;
   ce.ignore_index = config_.specials.pad;
@@ -91,6 +98,7 @@ std::unique_ptr<Seq2SeqModel> make_model(const ModelConfig& config, Rng& init, u
   switch (config.type) {
     case ModelType::RnnSearch: return std::make_unique<RnnSearch>(config, init, dropout_seed);
     case ModelType::Luong: return std::make_unique<Luong>(config, init, dropout_seed);
+    case ModelType::ShowAttendTell: return std::make_unique<ShowAttendTell>(config, init, dropout_seed);
   }
   throw std::invalid_argument("make_model: unknown model type");
 }
@@ -101,13 +109,17 @@ Tensor select_rows(const Tensor& x, const std::vector<int64_t>& rows) {
   Shape s = x.shape();
   const int64_t M = s[0], row = M ? x.numel() / M : 0;
   s[0] = int64_t(rows.size());
-  Tensor out = Tensor::empty(s);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (rows[i] < 0 || rows[i] >= M)
-      throw std::invalid_argument("select_rows: row " + std::to_string(rows[i]) + " outside [0, " + std::to_string(M) +
-                                  ")");
-    std::memcpy(out.data() + int64_t(i) * row, x.data() + rows[i] * row, size_t(row) * sizeof(float));
+  for (int64_t r : rows)
+    if (r < 0 || r >= M)
+      throw std::invalid_argument("select_rows: row " + std::to_string(r) + " outside [0, " + std::to_string(M) + ")");
+  if (x.requires_grad() && autograd::grad_enabled()) {  // the embedding lookup: its backward scatter-adds the rows
+    Tensor ids = Tensor::empty({int64_t(rows.size())});
+    for (size_t i = 0; i < rows.size(); ++i) ids.data()[i] = float(rows[i]);
+    return reshape(embedding(reshape(x, {M, row}), ids), s);
   }
+  Tensor out = Tensor::empty(s);
+  for (size_t i = 0; i < rows.size(); ++i)
+    std::memcpy(out.data() + int64_t(i) * row, x.data() + rows[i] * row, size_t(row) * sizeof(float));
   return out;
 }
 

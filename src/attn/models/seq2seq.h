@@ -104,7 +104,8 @@ class Seq2SeqModel : public nn::Module {
 public:
   const ModelConfig& config() const { return config_; }
 
-  // src [B, S] with lengths[b] in [1, S] -> memory and initial state for B rows.
+  // src [B, S] ids with lengths[b] in [1, S] (text models) or images [B, 3, H, W]
+  // (show_attend_tell: lengths [B] not read) -> memory and initial state for B rows.
   virtual Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const = 0;
 
   // One decoder step for N rows: prev [N] ids (BOS at the first step).
@@ -162,6 +163,11 @@ public:
   Rng& dropout_rng() const { return dropout_rng_; }
 
 protected:
+  // cross_entropy() of features the caller already has ([T * B, R], time-major,
+  // as forced_features(b) returns them): a loss override that runs the decoder
+  // once for its own terms reads the cross-entropy from the same run.
+  Tensor cross_entropy_of(const Tensor& features, const data::Seq2SeqBatch& b, const LossOptions& options) const;
+
   Seq2SeqModel(const ModelConfig& config, uint64_t dropout_seed)
       : config_(config), dropout_rng_(register_rng("dropout_rng", dropout_seed)) {}
   ModelConfig config_;
@@ -172,9 +178,12 @@ protected:
 // masks from an Rng seeded with `dropout_seed`. Validates the config.
 std::unique_ptr<Seq2SeqModel> make_model(const ModelConfig& config, Rng& init, uint64_t dropout_seed);
 
-// ---- row bookkeeping for decoders (no autograd) ----
+// ---- row bookkeeping for decoders and batches that share sources ----
 
-// out[i] = x[rows[i]] along axis 0: x [M, ...] -> [rows.size(), ...]
+// out[i] = x[rows[i]] along axis 0: x [M, ...] -> [rows.size(), ...]. A copy
+// when x needs no gradient (search); differentiable otherwise (its backward
+// sums the rows' gradients into each source row: a batch whose examples share
+// a source, data::Seq2SeqBatch::src_rows).
 Tensor select_rows(const Tensor& x, const std::vector<int64_t>& rows);
 EncoderMemory select_rows(const EncoderMemory& m, const std::vector<int64_t>& rows);
 DecoderState select_rows(const DecoderState& s, const std::vector<int64_t>& rows);

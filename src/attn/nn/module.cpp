@@ -14,6 +14,17 @@ void Module::collect_rngs(const std::string& prefix, NamedRngs& out) const {
   for (const auto& [name, child] : children_) child->collect_rngs(prefix + name + ".", out);
 }
 
+void Module::collect_buffers(const std::string& prefix, NamedTensors& out) const {
+  for (const auto& [name, t] : buffers_) out.emplace_back(prefix + name, t);
+  for (const auto& [name, child] : children_) child->collect_buffers(prefix + name + ".", out);
+}
+
+NamedTensors Module::named_buffers() const {
+  NamedTensors out;
+  collect_buffers("", out);
+  return out;
+}
+
 NamedRngs Module::named_rngs() const {
   NamedRngs out;
   collect_rngs("", out);
@@ -58,6 +69,13 @@ Tensor Module::register_parameter(const std::string& name, Tensor t) {
     if (n == name) throw std::logic_error("parameter '" + name + "' registered twice");
   t.set_requires_grad(true);
   params_.emplace_back(name, t);
+  return t;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor t) {
+  for (auto& [n, b] : buffers_)
+    if (n == name) throw std::logic_error("buffer '" + name + "' registered twice");
+  buffers_.emplace_back(name, t);
   return t;
 }
 

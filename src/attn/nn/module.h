@@ -35,6 +35,12 @@ public:
   // (train/checkpoint.h), so a resumed run draws the masks it would have drawn.
   NamedRngs named_rngs() const;
 
+  // Every buffer of this module and its children (depth first, dotted names):
+  // state a layer updates itself in training, not a parameter (no gradient,
+  // never seen by the optimizer), e.g. a REINFORCE baseline's moving average.
+  // A training checkpoint saves and restores each one with the random streams.
+  NamedTensors named_buffers() const;
+
   // Training mode switches dropout on; eval mode (train(false)) off. Recursive.
   void train(bool on = true);
   bool is_training() const { return training_; }
@@ -46,6 +52,9 @@ protected:
   // A random stream owned by this module, seeded with `seed`; the reference
   // stays valid for the module's lifetime.
   Rng& register_rng(const std::string& name, uint64_t seed);
+  // Keeps `t` (not requiring grad) as a buffer under `name`; the layer updates
+  // its values in place (the returned handle shares them).
+  Tensor register_buffer(const std::string& name, Tensor t);
   // The seed of a layer's dropout stream: one draw from the construction Rng
   // (after the layer's parameters) when it drops with p > 0; a fixed seed and
   // no draw otherwise, so adding a stream changed no existing initialisation.
@@ -59,7 +68,8 @@ protected:
 private:
   void collect(const std::string& prefix, NamedTensors& out) const;
   void collect_rngs(const std::string& prefix, NamedRngs& out) const;
-  NamedTensors params_;
+  void collect_buffers(const std::string& prefix, NamedTensors& out) const;
+  NamedTensors params_, buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Rng>>> rngs_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;

@@ -1,23 +1,31 @@
 #include "attn/serve/batcher.h"
 
+#include <cstring>
+
 #include "attn/tensor/threading.h"
 
 namespace attn::serve {
 
 struct MicroBatcher::Job {
   bool explain = false;
-  BatchKey key;
+  BatchKey key;                    // key.image: a caption request
   std::vector<std::string> texts;  // translate
+  Tensor pixels;                   // caption: [1, 3, H, W]; explain: the image's, or undefined for a text
   nlohmann::json request;          // explain
   std::promise<std::vector<decode::Translation>> translations;
+  std::promise<decode::PieceCaption> caption;
   std::promise<nlohmann::json> explanation;
   std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
-  int64_t sentences() const { return explain ? 1 : int64_t(texts.size()); }
+  int64_t sentences() const { return explain || key.image ? 1 : int64_t(texts.size()); }
 };
 
-MicroBatcher::MicroBatcher(BatcherOptions options, TranslateBatch translate, ExplainFunction explain,
-                           std::function<void(int64_t)> on_batch)
-    : options_(options), translate_(std::move(translate)), explain_(std::move(explain)), on_batch_(std::move(on_batch)) {
+MicroBatcher::MicroBatcher(BatcherOptions options, TranslateBatch translate, CaptionBatch caption,
+                           ExplainFunction explain, std::function<void(int64_t)> on_batch)
+    : options_(options),
+      translate_(std::move(translate)),
+      caption_(std::move(caption)),
+      explain_(std::move(explain)),
+      on_batch_(std::move(on_batch)) {
   if (options_.max_batch < 1) throw std::invalid_argument("serve: --max-batch must be >= 1");
   if (options_.capacity < 1) throw std::invalid_argument("serve: --queue must be >= 1");
   if (options_.max_wait.count() < 0) throw std::invalid_argument("serve: --max-wait-ms must be >= 0");
@@ -63,10 +71,22 @@ std::future<std::vector<decode::Translation>> MicroBatcher::submit_translate(std
   return f;
 }
 
-std::future<nlohmann::json> MicroBatcher::submit_explain(nlohmann::json request) {
+std::future<decode::PieceCaption> MicroBatcher::submit_caption(Tensor pixels, int beam) {
+  if (!pixels.defined() || pixels.dim() != 4 || pixels.size(0) != 1)
+    throw std::invalid_argument("serve: a caption request holds pixels [1, 3, H, W]");
+  auto job = std::make_shared<Job>();
+  job->key = {beam, false, true};
+  job->pixels = std::move(pixels);
+  auto f = job->caption.get_future();
+  enqueue(job);
+  return f;
+}
+
+std::future<nlohmann::json> MicroBatcher::submit_explain(nlohmann::json request, Tensor pixels) {
   auto job = std::make_shared<Job>();
   job->explain = true;
   job->request = std::move(request);
+  job->pixels = std::move(pixels);
   auto f = job->explanation.get_future();
   enqueue(job);
   return f;
@@ -119,6 +139,8 @@ void MicroBatcher::work() {
     lock.unlock();
     if (batch.front()->explain)
       run_explain(*batch.front());
+    else if (batch.front()->key.image)
+      run_caption(batch);
     else
       run_translate(batch);
     lock.lock();
@@ -147,10 +169,32 @@ void MicroBatcher::run_translate(const std::vector<std::shared_ptr<Job>>& batch)
   for (size_t i = 0; i < answers.size(); ++i) batch[i]->translations.set_value(std::move(answers[i]));
 }
 
+// The batch's images stacked into one pixels tensor [B, 3, H, W], captioned in one search.
+void MicroBatcher::run_caption(const std::vector<std::shared_ptr<Job>>& batch) {
+  std::vector<decode::PieceCaption> captions;
+  try {
+    if (!caption_) throw std::logic_error("serve: no caption function (a text model)");
+    const Tensor& first = batch.front()->pixels;
+    const int64_t per_image = first.numel();
+    Tensor pixels = Tensor::empty({int64_t(batch.size()), first.size(1), first.size(2), first.size(3)});
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (batch[i]->pixels.shape() != first.shape()) throw std::logic_error("serve: images of different sizes in a batch");
+      std::memcpy(pixels.data() + int64_t(i) * per_image, batch[i]->pixels.data(), size_t(per_image) * sizeof(float));
+    }
+    captions = caption_(pixels, batch.front()->key.beam);
+    if (captions.size() != batch.size()) throw std::logic_error("serve: the captioner returned a wrong number of captions");
+  } catch (...) {
+    for (const auto& j : batch) j->caption.set_exception(std::current_exception());
+    captions.clear();
+  }
+  if (on_batch_) on_batch_(int64_t(batch.size()));
+  for (size_t i = 0; i < captions.size(); ++i) batch[i]->caption.set_value(std::move(captions[i]));
+}
+
 void MicroBatcher::run_explain(Job& job) {
   try {
     if (!explain_) throw std::logic_error("serve: no explain function");
-    job.explanation.set_value(explain_(job.request));
+    job.explanation.set_value(explain_(job.request, job.pixels));
   } catch (...) {
     job.explanation.set_exception(std::current_exception());
   }

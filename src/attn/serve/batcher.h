@@ -1,10 +1,12 @@
 // The micro-batcher: requests from many connections wait in one bounded queue
-// and ONE worker thread decodes them, several requests' sentences together.
+// and ONE worker thread decodes them, several requests' sentences (or
+// uploaded images, for an image model) together.
 //
 //   - A batch starts with the oldest waiting request and takes, in arrival
 //     order, the waiting requests with the same BatchKey (beam size,
-//     alignments), while its sentences stay within max_batch (the first
-//     request always goes in whole, even when it alone has more).
+//     alignments, text or image), while its sentences stay within max_batch
+//     (the first request always goes in whole, even when it alone has more).
+//     An image counts as one sentence.
 //   - It closes when the compatible waiting sentences reach max_batch, or
 //     max_wait after its first request arrived (a bounded wait), or at stop().
 //   - An explain request runs alone, in its turn.
@@ -28,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "attn/decode/captioner.h"
 #include "attn/decode/translator.h"
 #include "attn/serve/options.h"
 
@@ -37,12 +40,17 @@ namespace attn::serve {
 struct BatchKey {
   int beam = 1;
   bool alignments = false;
+  bool image = false;  // a caption request (pixels), else a translation (texts)
   bool operator==(const BatchKey&) const = default;
 };
 
 // One batch's translations, in the order of `texts` (run on the worker thread).
 using TranslateBatch =
     std::function<std::vector<decode::Translation>(const std::vector<std::string>& texts, const BatchKey& key)>;
+
+// One batch's captions, in the order of the images of pixels [B, 3, H, W]
+// (run on the worker thread).
+using CaptionBatch = std::function<std::vector<decode::PieceCaption>(const Tensor& pixels, int beam)>;
 
 // The queue cannot take a request (full, or the batcher is stopping): 503.
 class QueueFull : public std::runtime_error {
@@ -59,7 +67,8 @@ struct BatcherOptions {
 class MicroBatcher {
 public:
   // on_batch(sentences) is called on the worker thread after every decoded batch, before its answers go out (metrics).
-  MicroBatcher(BatcherOptions options, TranslateBatch translate, ExplainFunction explain,
+  // `caption` may be empty (a text model: no caption request is submitted).
+  MicroBatcher(BatcherOptions options, TranslateBatch translate, CaptionBatch caption, ExplainFunction explain,
                std::function<void(int64_t)> on_batch = {});
   ~MicroBatcher();  // stop()
   MicroBatcher(const MicroBatcher&) = delete;
@@ -68,7 +77,10 @@ public:
   // Throw QueueFull when the request does not fit. The future holds the
   // result, or the exception the decoding threw.
   std::future<std::vector<decode::Translation>> submit_translate(std::vector<std::string> texts, BatchKey key);
-  std::future<nlohmann::json> submit_explain(nlohmann::json request);
+  // pixels [1, 3, H, W]: one uploaded image, decoded and normalised
+  std::future<decode::PieceCaption> submit_caption(Tensor pixels, int beam);
+  // pixels: undefined for a sentence, [1, 3, H, W] for an image (ExplainFunction)
+  std::future<nlohmann::json> submit_explain(nlohmann::json request, Tensor pixels = {});
 
   int64_t queued_sentences() const;  // waiting, not yet taken by the worker
   int64_t capacity() const { return options_.capacity; }
@@ -83,16 +95,18 @@ private:
   std::vector<std::shared_ptr<Job>> take_batch(std::unique_lock<std::mutex>& lock);
   int64_t compatible_sentences(const BatchKey& key) const;
   void run_translate(const std::vector<std::shared_ptr<Job>>& batch);
+  void run_caption(const std::vector<std::shared_ptr<Job>>& batch);
   void run_explain(Job& job);
 
   BatcherOptions options_;
   TranslateBatch translate_;
+  CaptionBatch caption_;
   ExplainFunction explain_;
   std::function<void(int64_t)> on_batch_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> queue_;
-  int64_t queued_ = 0;  // sentences in queue_
+  int64_t queued_ = 0;  // sentences (and images) in queue_
   bool stopping_ = false;
   std::thread worker_;
 };

@@ -2,6 +2,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 
 namespace attn::serve {
 
@@ -17,6 +18,16 @@ TranslateBatch model_translate_batch(const decode::TranslationModel& model, int6
     if (!p) p = model.model->prepare_decoder(max_batch * key.beam);
     o.search.prepared = p;
     return decode::translate_lines(*model.model, *model.src_vocab, *model.tgt_vocab, texts, o);
+  };
+}
+
+CaptionBatch model_caption_batch(const decode::TranslationModel& model) {
+  const std::optional<decode::ImageModelInput> in = decode::image_model_input(model.model->config());
+  if (!in) return {};
+  return [&model, in = *in](const Tensor& pixels, int beam) {
+    decode::CaptionOptions o;
+    o.beam = beam;
+    return decode::caption_pixels(*model.model, pixels, in, o);
   };
 }
 

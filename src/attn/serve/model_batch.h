@@ -1,4 +1,4 @@
-// The micro-batcher's decoding over a loaded model: decode::translate_lines
+// The micro-batcher's decoding over a loaded model. Translation: decode::translate_lines
 // (decode/translator.h) with attn translate's search settings (length penalty
 // 1, at most 2 * source length + 5 target pieces, the best hypothesis), in
 // searches of at most max_batch sentences. The decoder weights are prepared
@@ -19,5 +19,10 @@ namespace attn::serve {
 // Call the result on one thread only (the batcher's worker): it caches the
 // prepared weights without a lock. `model` must outlive it.
 TranslateBatch model_translate_batch(const decode::TranslationModel& model, int64_t max_batch);
+
+// The captions of an image model (decode::caption_pixels with `attn caption`'s
+// defaults but the beam: length penalty 1, at most 40 pieces), or an empty
+// function for a text model.
+CaptionBatch model_caption_batch(const decode::TranslationModel& model);
 
 }  // namespace attn::serve

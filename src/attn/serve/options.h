@@ -6,12 +6,17 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "attn/tensor/tensor.h"
+
 namespace attn::serve {
 
-// One sentence's explanation (CONTRACT.md: decode::explain_text) for a
-// validated /v1/explain request: {"text", "beam", "top_k", "words"}, every
-// field present. Throws std::invalid_argument for a text it cannot explain.
-using ExplainFunction = std::function<nlohmann::json(const nlohmann::json& request)>;
+// One explanation for a validated /v1/explain request, every field present:
+// a sentence's (decode::explain_text) for {"text", "beam", "top_k", "words"}
+// with `pixels` undefined, or an uploaded image's (decode::explain_pixels) for
+// {"beam", "top_k", "words"} with pixels [1, 3, H, W] (decoded, resized and
+// normalised for the model). Throws std::invalid_argument for an input it
+// cannot explain.
+using ExplainFunction = std::function<nlohmann::json(const nlohmann::json& request, const Tensor& pixels)>;
 
 // The limits a request body is checked against (request.h).
 struct RequestLimits {
@@ -27,7 +32,8 @@ struct ServerOptions {
   int64_t max_batch = 32;          // a batch closes at this many sentences...
   int max_wait_ms = 5;             // ...or this long after its first request arrived
   int64_t queue = 256;             // sentences waiting for the decoder; a request that does not fit: 503
-  size_t max_body = 65536;         // bytes; a longer body: 413
+  size_t max_body = 65536;         // bytes; a longer body: 413 (an uploaded image's bytes too)
+  long long max_image_pixels = 2048LL * 2048;  // an upload declaring more pixels (width * height): 413
   int threads = 2;                 // compute threads of the decoding worker (OpenMP / BLAS)
   int timeout_s = 5;               // read / write / keep-alive timeout of a connection
   int http_threads = 64;           // connections served at once (each holds a thread while open)

@@ -1,5 +1,7 @@
 #include "attn/serve/request.h"
 
+#include <set>
+
 #include "attn/config/object_reader.h"
 
 namespace attn::serve {
@@ -45,7 +47,71 @@ std::vector<std::string> read_texts(const nlohmann::json& v, int64_t max_texts) 
   return out;
 }
 
+// Query parameters read one by one, then finish() refuses any left over (an
+// unknown name) or repeated. Values are strict: "3", not "3.0" or " 3".
+class QueryReader {
+public:
+  explicit QueryReader(const QueryParams& params) : params_(params) {}
+
+  int get_int(const std::string& key, int dflt, int lo, int hi) {
+    const std::string* v = value(key);
+    if (!v) return dflt;
+    const bool digits = !v->empty() && v->size() <= 9 && v->find_first_not_of("0123456789") == std::string::npos;
+    const long n = digits ? std::stol(*v) : -1;
+    if (!digits || n < lo || n > hi)
+      throw RequestError(key, "query." + key + ": must be a whole number in [" + std::to_string(lo) + ", " +
+                                  std::to_string(hi) + "], got \"" + *v + "\"");
+    return int(n);
+  }
+
+  bool get_bool(const std::string& key, bool dflt) {
+    const std::string* v = value(key);
+    if (!v) return dflt;
+    if (*v == "true" || *v == "1") return true;
+    if (*v == "false" || *v == "0") return false;
+    throw RequestError(key, "query." + key + ": must be true or false, got \"" + *v + "\"");
+  }
+
+  void finish() const {
+    for (const auto& [key, v] : params_)
+      if (!read_.count(key)) {
+        std::string known;
+        for (const std::string& k : read_) known += (known.empty() ? "" : ", ") + k;
+        throw RequestError(key, "query: unknown parameter \"" + key + "\" (known: " + known + ")");
+      }
+  }
+
+private:
+  const std::string* value(const std::string& key) {
+    read_.insert(key);
+    if (params_.count(key) > 1) throw RequestError(key, "query." + key + ": given more than once");
+    const auto it = params_.find(key);
+    return it == params_.end() ? nullptr : &it->second;
+  }
+
+  const QueryParams& params_;
+  std::set<std::string> read_;
+};
+
 }  // namespace
+
+CaptionRequest parse_caption_query(const QueryParams& params, const RequestLimits& limits) {
+  QueryReader q(params);
+  CaptionRequest r;
+  r.beam = q.get_int("beam", r.beam, 1, limits.max_beam);
+  q.finish();
+  return r;
+}
+
+nlohmann::json parse_image_explain_query(const QueryParams& params, const RequestLimits& limits) {
+  QueryReader q(params);
+  nlohmann::json out;
+  out["beam"] = q.get_int("beam", 1, 1, limits.max_beam);
+  out["top_k"] = q.get_int("top_k", 5, 1, limits.max_top_k);
+  out["words"] = q.get_bool("words", false);
+  q.finish();
+  return out;
+}
 
 TranslateRequest parse_translate_request(const std::string& body, const RequestLimits& limits) {
   const nlohmann::json j = parse_object(body);

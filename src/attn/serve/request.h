@@ -1,8 +1,11 @@
-// The request bodies of POST /v1/translate and POST /v1/explain, read
-// strictly: malformed JSON, a field of the wrong type or out of range, an
-// unknown field and an over-long text are each a RequestError naming the
-// field, which the server answers with 400 {"error": message, "field": name}.
+// The request bodies of POST /v1/translate and POST /v1/explain, and the
+// query parameters of an uploaded image's requests (POST /v1/caption, an
+// image's POST /v1/explain), read strictly: malformed JSON, a field or
+// parameter of the wrong type or out of range, an unknown one and an
+// over-long text are each a RequestError naming the field, which the server
+// answers with 400 {"error": message, "field": name}.
 #pragma once
+#include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
@@ -41,6 +44,19 @@ nlohmann::json parse_explain_request(const std::string& body, const RequestLimit
 // The over-long text rule: a text of more than limits.max_src_pieces source
 // pieces is refused (decoding never cuts a request's text). `field` names the
 // request's field ("text" or "texts") in the error, with the text's index for "texts".
+// A URL's query parameters, name -> value (httplib::Params).
+using QueryParams = std::multimap<std::string, std::string>;
+
+// POST /v1/caption's query: ?beam=K (default 1: greedy, as `attn caption`).
+struct CaptionRequest {
+  int beam = 1;
+};
+CaptionRequest parse_caption_query(const QueryParams& params, const RequestLimits& limits);
+
+// An image's POST /v1/explain query: ?beam=&top_k=&words= (true / false),
+// returned as {"beam" (default 1), "top_k" (default 5), "words" (default false)}.
+nlohmann::json parse_image_explain_query(const QueryParams& params, const RequestLimits& limits);
+
 void check_src_pieces(const std::vector<std::string>& texts, const std::string& field, const data::SubwordVocab& vocab,
                       const RequestLimits& limits);
 

@@ -38,6 +38,28 @@ nlohmann::ordered_json translation_json(const decode::Translation& t, bool align
   return j;
 }
 
+nlohmann::ordered_json caption_json(const decode::PieceCaption& c, const std::vector<std::string>& pieces,
+                                    const std::string& caption, const decode::ImageModelInput& in) {
+  const int cells = in.grid_h * in.grid_w;
+  const decode::WordCaption words = decode::merge_pieces(pieces, c.attention, cells);
+  nlohmann::ordered_json j;
+  j["caption"] = caption;
+  j["words"] = words.words;
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (size_t r = 0; r < words.words.size(); ++r) {
+    nlohmann::ordered_json row = nlohmann::ordered_json::array();
+    for (int g = 0; g < cells; ++g) row.push_back(shortest(words.attention[r * size_t(cells) + size_t(g)]));
+    rows.push_back(std::move(row));
+  }
+  j["attention"] = rows;
+  j["grid"] = {in.grid_h, in.grid_w};
+  j["image_size"] = {in.height, in.width};
+  j["tgt_tokens"] = pieces;
+  j["log_prob"] = c.log_prob;
+  j["finished"] = c.finished;
+  return j;
+}
+
 std::string error_body(const std::string& message, const std::string& field) {
   nlohmann::ordered_json j;
   j["error"] = message;

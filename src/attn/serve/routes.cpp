@@ -1,8 +1,10 @@
 #include "attn/serve/routes.h"
 
 #include <array>
+#include <cctype>
 #include <exception>
 
+#include "attn/image/codec.h"
 #include "attn/models/config.h"
 #include "attn/serve/request.h"
 #include "attn/serve/response.h"
@@ -17,8 +19,8 @@ struct Route {
 };
 
 std::vector<Route> all_routes() {
-  std::vector<Route> r = {{"/v1/translate", "POST"}, {"/v1/explain", "POST"}, {"/health", "GET"},
-                          {"/metrics", "GET"}, {"/", "GET"}};
+  std::vector<Route> r = {{"/v1/translate", "POST"}, {"/v1/caption", "POST"}, {"/v1/explain", "POST"},
+                          {"/health", "GET"},       {"/metrics", "GET"},     {"/", "GET"}};
   for (const StaticFile& f : static_files()) r.push_back({f.path, "GET"});
   return r;
 }
@@ -47,6 +49,8 @@ void answer_failure(httplib::Response& res, const std::exception_ptr& e, const s
   } catch (const QueueFull& x) {
     set_error(res, 503, x.what());
     res.set_header("Retry-After", "1");
+  } catch (const image::ImageSizeError& x) {
+    set_error(res, 413, std::string(x.what()) + " (--max-image-pixels)");
   } catch (const std::invalid_argument& x) {
     set_error(res, 400, x.what(), text_field);
   } catch (const std::exception& x) {
@@ -54,7 +58,75 @@ void answer_failure(httplib::Response& res, const std::exception_ptr& e, const s
   }
 }
 
+// ---- what the model reads: text or images ----
+
+std::string model_type(const RouteContext& ctx) { return models::name(ctx.model.model->config().type); }
+
+// 404 for a route of the other kind of model, naming the one to use
+void refuse_text_route(const RouteContext& ctx, const std::string& route, httplib::Response& res) {
+  set_error(res, 404, "POST " + route + ": this server's model (" + model_type(ctx) +
+                          ") captions images: POST /v1/caption with the image file's bytes");
+}
+
+void refuse_image_route(const RouteContext& ctx, const std::string& route, httplib::Response& res) {
+  set_error(res, 404, "POST " + route + ": this server's model (" + model_type(ctx) +
+                          ") translates text (POST /v1/translate); captioning needs an image model (show_attend_tell)");
+}
+
+// The request's media type without parameters, lower case; "" when absent.
+std::string media_type(const httplib::Request& req) {
+  std::string t = req.get_header_value("Content-Type");
+  t = t.substr(0, t.find(';'));
+  while (!t.empty() && t.back() == ' ') t.pop_back();
+  for (char& c : t) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return t;
+}
+
+bool is_image_type(const std::string& t) {
+  return t == "image/png" || t == "image/jpeg" || t == "application/octet-stream";
+}
+
+const char* kImageTypes = "Content-Type image/png, image/jpeg or application/octet-stream";
+
+// 415 unless the body is declared an image file (or not declared at all: the bytes tell)
+bool check_image_type(const httplib::Request& req, httplib::Response& res) {
+  const std::string t = media_type(req);
+  if (t.empty() || is_image_type(t)) return true;
+  set_error(res, 415, "POST " + req.path + ": the body must be the image file's bytes (" + kImageTypes + "), got " + t);
+  return false;
+}
+
+// The upload's pixels [1, 3, H, W] for the model: bytes that are not a whole
+// PNG or JPEG are the request's fault (400 with the decoder's message), a
+// picture over --max-image-pixels is image::ImageSizeError (413).
+Tensor upload_pixels(const RouteContext& ctx, const std::string& body) {
+  image::Image picture;
+  try {
+    picture = image::decode_image(body, "upload", ctx.options.max_image_pixels);
+  } catch (const image::ImageSizeError&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    throw RequestError("", e.what());
+  }
+  return decode::picture_batch(picture, *ctx.image);
+}
+
+void handle_caption(const RouteContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  if (!ctx.image) return refuse_image_route(ctx, "/v1/caption", res);
+  if (!check_image_type(req, res)) return;
+  try {
+    const CaptionRequest r = parse_caption_query(req.params, ctx.options.limits);
+    const decode::PieceCaption c = ctx.batcher.submit_caption(upload_pixels(ctx, req.body), r.beam).get();
+    std::vector<std::string> pieces;
+    for (int id : c.tokens) pieces.push_back(ctx.model.tgt_vocab->piece(id));
+    res.set_content(dump(caption_json(c, pieces, ctx.model.tgt_vocab->decode(c.tokens), *ctx.image)), "application/json");
+  } catch (...) {
+    answer_failure(res, std::current_exception(), "");
+  }
+}
+
 void handle_translate(const RouteContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  if (ctx.image) return refuse_text_route(ctx, "/v1/translate", res);
   try {
     const TranslateRequest r = parse_translate_request(req.body, ctx.options.limits);
     check_src_pieces(r.texts, r.many ? "texts" : "text", *ctx.model.src_vocab, ctx.options.limits);
@@ -72,8 +144,29 @@ void handle_translate(const RouteContext& ctx, const httplib::Request& req, http
   }
 }
 
+// An image model's /v1/explain: the upload's bytes, the options in the query.
+void handle_image_explain(const RouteContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  if (media_type(req) == "application/json")
+    return set_error(res, 415, "POST /v1/explain: this server's model (" + model_type(ctx) +
+                                   ") explains images: POST the image file's bytes (" + kImageTypes +
+                                   ") with ?beam=&top_k=&words= in the query");
+  if (!check_image_type(req, res)) return;
+  try {
+    nlohmann::json r = parse_image_explain_query(req.params, ctx.options.limits);
+    const nlohmann::json out = ctx.batcher.submit_explain(std::move(r), upload_pixels(ctx, req.body)).get();
+    res.set_content(out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
+  } catch (...) {
+    answer_failure(res, std::current_exception(), "");
+  }
+}
+
 void handle_explain(const RouteContext& ctx, const httplib::Request& req, httplib::Response& res) {
   if (!ctx.options.explain) return set_error(res, 501, "/v1/explain is not available in this server");
+  if (ctx.image) return handle_image_explain(ctx, req, res);
+  if (is_image_type(media_type(req)) || media_type(req).rfind("image/", 0) == 0)
+    return set_error(res, 415, "POST /v1/explain: this server's model (" + model_type(ctx) +
+                                   ") translates text: POST {\"text\": ...} as application/json; explaining an "
+                                   "image needs an image model (show_attend_tell)");
   try {
     nlohmann::json r = parse_explain_request(req.body, ctx.options.limits);
     check_src_pieces({r["text"].get<std::string>()}, "text", *ctx.model.src_vocab, ctx.options.limits);
@@ -90,8 +183,15 @@ void handle_health(const RouteContext& ctx, httplib::Response& res) {
   j["status"] = "ok";
   j["model"] = ctx.options.model_name;
   j["type"] = models::name(c.type);
-  j["src_vocab"] = ctx.model.src_vocab->size();
+  j["input"] = ctx.image ? "image" : "text";
+  if (ctx.image) {
+    j["grid"] = {ctx.image->grid_h, ctx.image->grid_w};
+    j["image_size"] = {ctx.image->height, ctx.image->width};
+    j["max_image_pixels"] = ctx.options.max_image_pixels;
+  }
+  j["src_vocab"] = ctx.model.src_vocab ? nlohmann::ordered_json(ctx.model.src_vocab->size()) : nlohmann::ordered_json(nullptr);
   j["tgt_vocab"] = ctx.model.tgt_vocab->size();
+  j["max_body"] = ctx.options.max_body;
   j["max_batch"] = ctx.options.max_batch;
   j["max_wait_ms"] = ctx.options.max_wait_ms;
   j["queue"] = ctx.options.queue;
@@ -137,6 +237,7 @@ void set_error(httplib::Response& res, int status, const std::string& message, c
 
 void add_routes(httplib::Server& http, const RouteContext& ctx) {
   http.Post("/v1/translate", [&ctx](const httplib::Request& req, httplib::Response& res) { handle_translate(ctx, req, res); });
+  http.Post("/v1/caption", [&ctx](const httplib::Request& req, httplib::Response& res) { handle_caption(ctx, req, res); });
   http.Post("/v1/explain", [&ctx](const httplib::Request& req, httplib::Response& res) { handle_explain(ctx, req, res); });
   http.Get("/health", [&ctx](const httplib::Request&, httplib::Response& res) { handle_health(ctx, res); });
   http.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {

@@ -25,6 +25,7 @@ ServerOptions checked(ServerOptions o) {
   need(o.max_wait_ms >= 0, "--max-wait-ms must be >= 0");
   need(o.queue >= 1, "--queue must be >= 1");
   need(o.max_body >= 2, "--max-body must be >= 2 bytes");
+  need(o.max_image_pixels >= 1, "--max-image-pixels must be >= 1");
   need(o.threads >= 1, "--threads must be >= 1");
   need(o.timeout_s >= 1, "--timeout-s must be >= 1");
   need(o.http_threads >= 1, "--http-threads must be >= 1");
@@ -68,9 +69,9 @@ struct Server::Impl {
         metrics(route_paths()),
         batcher(BatcherOptions{options.max_batch, std::chrono::milliseconds(options.max_wait_ms), options.queue,
                                options.threads},
-                model_translate_batch(m, options.max_batch), options.explain,
+                model_translate_batch(m, options.max_batch), model_caption_batch(m), options.explain,
                 [this](int64_t n) { metrics.record_batch(n); }),
-        context{m, options, batcher, metrics} {
+        context{m, decode::image_model_input(m.model->config()), options, batcher, metrics} {
     configure();
   }
 

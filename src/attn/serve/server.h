@@ -1,4 +1,5 @@
-// `attn serve`: an HTTP server over one loaded translation model (routes:
+// `attn serve`: an HTTP server over one loaded model, a translation model or
+// an image captioner (routes:
 // routes.h; README.md, "attn serve", documents them). Connections are served
 // by a pool of threads (options.http_threads); every decode runs on the
 // micro-batcher's single worker thread (batcher.h).

@@ -1,6 +1,7 @@
 // Training checkpoint directory: model, config, optimizer and trainer state.
 #include "attn/train/checkpoint.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -58,7 +59,8 @@ std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-std::string trainer_json(const TrainerState& s, const nn::NamedRngs& streams, const std::string& id) {
+std::string trainer_json(const TrainerState& s, const nn::Module& model, const std::string& id) {
+  const nn::NamedRngs streams = model.named_rngs();
   nlohmann::ordered_json j;
   j["format"] = "attn-trainer-state";
   j["version"] = kTrainerStateVersion;
@@ -69,6 +71,13 @@ std::string trainer_json(const TrainerState& s, const nn::NamedRngs& streams, co
   j["rng_state"] = s.rng_state;
   j["module_rngs"] = nlohmann::ordered_json::object();
   for (const auto& [name, rng] : streams) j["module_rngs"][name] = rng->state();
+  // buffers only when the model has any: files of models without stay as they were
+  const nn::NamedTensors buffers = model.named_buffers();
+  if (!buffers.empty()) {
+    j["module_buffers"] = nlohmann::ordered_json::object();
+    for (const auto& [name, t] : buffers)  // floats are exact as JSON doubles
+      j["module_buffers"][name] = std::vector<float>(t.data(), t.data() + t.numel());
+  }
   if (s.best_valid_score)
     j["best_valid_score"] = *s.best_valid_score;
   else
@@ -105,9 +114,38 @@ std::vector<std::string> checked_rng_states(const nlohmann::json& saved, const n
   return states;
 }
 
+// The model's buffers as trainer_state.json's "module_buffers" holds them
+// (null: the file has none): the same names, sizes and finite numbers. Throws
+// naming the file and the buffer.
+std::vector<std::vector<float>> checked_buffer_values(const nlohmann::json& saved, const nn::NamedTensors& buffers,
+                                                      const std::string& path) {
+  if (saved.is_null() && buffers.empty()) return {};
+  if (!saved.is_object()) throw std::runtime_error(path + ": no 'module_buffers' object, the model has buffers");
+  std::vector<std::vector<float>> values;
+  for (const auto& [name, t] : buffers) {
+    if (!saved.contains(name)) throw std::runtime_error(path + ": no values for the model's buffer '" + name + "'");
+    const auto& v = saved[name];
+    if (!v.is_array() || int64_t(v.size()) != t.numel())
+      throw std::runtime_error(path + ": buffer '" + name + "': expected a list of " + std::to_string(t.numel()) +
+                               " numbers");
+    std::vector<float> x;
+    for (const auto& e : v) {
+      if (!e.is_number() || !std::isfinite(e.get<double>()))
+        throw std::runtime_error(path + ": buffer '" + name + "': " + e.dump() + " is not a finite number");
+      x.push_back(e.get<float>());
+    }
+    values.push_back(std::move(x));
+  }
+  if (saved.size() != buffers.size())
+    throw std::runtime_error(path + ": 'module_buffers' has " + std::to_string(saved.size()) +
+                             " buffers, the model " + std::to_string(buffers.size()));
+  return values;
+}
+
 // Parses trainer_state.json; returns the state and sets `id`; `module_rngs`
 // gets the "module_rngs" object (null when the file predates it).
-TrainerState parse_trainer_json(const std::string& path, std::string& id, nlohmann::json& module_rngs) {
+TrainerState parse_trainer_json(const std::string& path, std::string& id, nlohmann::json& module_rngs,
+                                nlohmann::json& module_buffers) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(read_text(path));
@@ -132,6 +170,7 @@ TrainerState parse_trainer_json(const std::string& path, std::string& id, nlohma
     const auto& best = field("best_valid_score");
     if (!best.is_null()) s.best_valid_score = best.get<double>();
     if (j.contains("module_rngs")) module_rngs = j["module_rngs"];
+    if (j.contains("module_buffers")) module_buffers = j["module_buffers"];
     if (j.contains("extra")) {  // optional: files written before the field existed have none
       if (!j["extra"].is_object()) throw std::runtime_error(path + ": field 'extra' is not a JSON object");
       s.extra_json = j["extra"].dump();
@@ -175,7 +214,7 @@ void save_checkpoint(const std::string& dir, const CheckpointSave& what) {
                       {"checkpoint_id", id}});
   detail::write_model_file(dir + "/" + kModelFile, what.model->named_parameters(), what.config_json,
                            {{"checkpoint_id", id}});
-  write_file_atomic(dir + "/" + kTrainerFile, trainer_json(what.trainer, what.model->named_rngs(), id));
+  write_file_atomic(dir + "/" + kTrainerFile, trainer_json(what.trainer, *what.model, id));
 }
 
 LoadedCheckpoint load_checkpoint(const std::string& dir, const CheckpointLoad& into) {
@@ -183,11 +222,13 @@ LoadedCheckpoint load_checkpoint(const std::string& dir, const CheckpointLoad& i
   const std::string trainer_path = dir + "/" + kTrainerFile;
   LoadedCheckpoint out;
   std::string id;
-  nlohmann::json saved_rngs;
-  out.trainer = parse_trainer_json(trainer_path, id, saved_rngs);
+  nlohmann::json saved_rngs, saved_buffers;
+  out.trainer = parse_trainer_json(trainer_path, id, saved_rngs, saved_buffers);
   const nn::NamedRngs streams = into.model->named_rngs();
   std::vector<std::string> rng_states;
   if (!saved_rngs.is_null()) rng_states = checked_rng_states(saved_rngs, streams, trainer_path);
+  nn::NamedTensors buffers = into.model->named_buffers();  // handles sharing the buffers' values
+  const std::vector<std::vector<float>> buffer_values = checked_buffer_values(saved_buffers, buffers, trainer_path);
 
   // Read and validate everything before touching the model or the optimizer.
   SafetensorsFile model_file = load_safetensors(dir + "/" + kModelFile);
@@ -222,6 +263,8 @@ LoadedCheckpoint load_checkpoint(const std::string& dir, const CheckpointLoad& i
   }
   nn::copy_params(model_file, params);  // cannot fail after check_params
   for (size_t i = 0; i < rng_states.size(); ++i) streams[i].second->set_state(rng_states[i]);
+  for (size_t i = 0; i < buffer_values.size(); ++i)
+    std::copy(buffer_values[i].begin(), buffer_values[i].end(), buffers[i].second.data());
   out.module_rngs_restored = !saved_rngs.is_null();
   return out;
 }

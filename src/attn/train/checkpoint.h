@@ -13,8 +13,10 @@
 //   DIR/optimizer.safetensors  Optimizer::state() (see optim.h); metadata: the
 //                              optimizer's name() and lr() (optional file)
 //   DIR/trainer_state.json     TrainerState, the state of every random stream of
-//                              the model (Module::named_rngs(), "module_rngs")
-//                              and the checkpoint id
+//                              the model (Module::named_rngs(), "module_rngs"),
+//                              the values of its buffers (Module::named_buffers(),
+//                              "module_buffers": {name: [numbers]}, only when it
+//                              has any) and the checkpoint id
 //
 // Crash safety: every file is written atomically (temporary file in the same
 // folder, fsync, rename, fsync of the folder), so a kill at any moment leaves

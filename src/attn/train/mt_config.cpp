@@ -108,6 +108,8 @@ void apply_override(json& root, const std::string& setting) {
 DataConfig read_data(const json& j) {
   config::ObjectReader r(j, "data");
   DataConfig d;
+  d.captions = r.get_string("captions", d.captions);
+  d.image_root = r.get_string("image_root", d.image_root);
   d.train_src = r.get_string("train_src", d.train_src);
   d.train_tgt = r.get_string("train_tgt", d.train_tgt);
   d.train_tsv = r.get_string("train_tsv", d.train_tsv);
@@ -124,6 +126,14 @@ DataConfig read_data(const json& j) {
   d.max_ratio = r.get_double("max_ratio", d.max_ratio, 0, 1e6);
   d.casual_source_share = r.get_double("casual_source_share", d.casual_source_share, 0, 1);
   r.finish();
+  if (!d.captions.empty()) {  // captioning: the images and captions come from the one JSON
+    if (!d.train_src.empty() || !d.train_tgt.empty() || !d.train_tsv.empty() || !d.valid_src.empty() ||
+        !d.valid_tgt.empty() || !d.valid_tsv.empty() || d.valid_holdout > 0 || d.test_holdout > 0)
+      throw std::invalid_argument("data: captions (a Karpathy split JSON with its own splits) goes without "
+                                  "train_*/valid_* files and holdouts");
+    return d;
+  }
+  if (!d.image_root.empty()) throw std::invalid_argument("data: image_root needs captions");
   const bool files = !d.train_src.empty() || !d.train_tgt.empty();
   if (files == !d.train_tsv.empty())
     throw std::invalid_argument("data: give either train_src and train_tgt, or train_tsv");
@@ -243,10 +253,16 @@ TrainConfig parse_train_config(const std::string& yaml_text, const std::vector<s
     c.vocab = read_vocab(v ? *v : empty);
     c.model = models::model_config_from_json((m ? *m : empty).dump(), "model");
     c.train = read_train(t ? *t : empty);
+    if (models::reads_images(c.model) != !c.data.captions.empty())
+      throw std::invalid_argument(c.data.captions.empty()
+                                      ? "model.type show_attend_tell reads images: give data.captions (a Karpathy split JSON)"
+                                      : std::string("data.captions is for captioning: set model.type: show_attend_tell (not ") +
+                                            models::name(c.model.type) + ")");
     // The whole model config now, before any corpus is read or a vocabulary trained:
     // the vocabulary sizes are not known yet, so a placeholder stands in for them.
     models::ModelConfig probe = c.model;
     probe.src_vocab = probe.tgt_vocab = std::max(c.vocab.size, 5);
+    if (models::reads_images(probe)) probe.src_vocab = 0;  // a captioner has no source vocabulary
     models::validate(probe);
     return c;
   } catch (const config::FieldError& e) {
@@ -270,7 +286,8 @@ TrainConfig load_train_config(const std::string& yaml_path, const std::vector<st
 std::string to_json(const TrainConfig& c) {
   nlohmann::ordered_json j;
   const DataConfig& d = c.data;
-  j["data"] = {{"train_src", d.train_src},     {"train_tgt", d.train_tgt},         {"train_tsv", d.train_tsv},
+  j["data"] = {{"captions", d.captions},         {"image_root", d.image_root},
+               {"train_src", d.train_src},     {"train_tgt", d.train_tgt},         {"train_tsv", d.train_tsv},
                {"valid_src", d.valid_src},     {"valid_tgt", d.valid_tgt},         {"valid_tsv", d.valid_tsv},
                {"valid_holdout", d.valid_holdout}, {"test_holdout", d.test_holdout},
                {"split_seed", d.split_seed},

@@ -2,7 +2,10 @@
 // FILE.yaml [--set key=value ...]`): four sections, every key optional
 // except the data paths and out_dir, unknown keys rejected by name.
 //
-//   data:   train_src / train_tgt (two files, plain or gzip) or train_tsv (one
+//   data:   captioning (model.type show_attend_tell): captions (a Karpathy split JSON,
+//           data/caption_corpus.h) and image_root (its images' folder; default the
+//           JSON's folder), max_tgt_tokens. Translation:
+//           train_src / train_tgt (two files, plain or gzip) or train_tsv (one
 //           tab-separated file); valid_src / valid_tgt or valid_tsv, or
 //           valid_holdout / test_holdout (source sentences held out of the
 //           training corpus, see data/split.h) and split_seed; tsv_src_column,
@@ -23,6 +26,8 @@
 namespace attn::train {
 
 struct DataConfig {
+  std::string captions;              // captioning: Karpathy split JSON (train: train + restval, valid: val)
+  std::string image_root;            // captioning: folder the JSON's image paths start from ("": the JSON's folder)
   std::string train_src, train_tgt;  // aligned text files (plain or gzip)
   std::string train_tsv;             // or: one tab-separated file
   std::string valid_src, valid_tgt;  // validation files, or

@@ -18,6 +18,7 @@
 #include "attn/train/seed.h"
 #include "attn/train/train_log.h"
 #include "attn/train/training_state.h"
+#include "attn/train/caption_task.h"
 #include "attn/train/translation_task.h"
 
 namespace attn::train {
@@ -105,7 +106,9 @@ TranslationRun::TranslationRun(const TrainConfig& config, const RunOptions& run)
       lock_(t_.out_dir),
       out_((check_run_dir(t_.out_dir, run.resume), set_num_threads(t_.threads), t_.out_dir)),
       log_(out_, run.resume, run.print),
-      task_((run.make_task ? run.make_task : make_translation_task)(
+      task_((run.make_task                                ? run.make_task
+             : models::reads_images(config.model) ? make_caption_task
+                                                  : make_translation_task)(
           cfg_, run.resume, [this](const std::string& s) { log_.message(s); })),
       model_config_(task_->model_config(cfg_.model)),
       model_json_(models::to_json(model_config_)),

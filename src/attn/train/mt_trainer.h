@@ -53,7 +53,8 @@ struct RunOptions {
   std::function<void(const std::string&)> print;  // progress lines; default: stdout
   ModelFactory make_model;               // a model kind of the caller's; default: models::make_model
   TaskFactory make_task;                 // the run's data, batches and validation (train/task.h);
-                                         // default: make_translation_task
+                                         // default: make_caption_task for a model that reads
+                                         // images (show_attend_tell), else make_translation_task
   // Called after every backward, before gradient clipping, with the model's
   // parameters (their .grad() filled): where e.g. a data-parallel run sums
   // the gradients of its replicas. Default: nothing.

@@ -33,11 +33,7 @@ void prepare_vocabs(const VocabConfig& v, const Corpora& c, const std::string& o
     copy_file(v.joint ? v.src_model : v.tgt_model, tgt_path);
     return;
   }
-  data::VocabTrainOptions o;
-  o.vocab_size = v.size;
-  o.model = v.type == "bpe" ? data::SubwordModel::kBpe : data::SubwordModel::kUnigram;
-  o.character_coverage = v.character_coverage;
-  o.num_threads = 1;  // SentencePiece's result depends on its thread count: keep runs repeatable
+  const data::VocabTrainOptions o = vocab_train_options(v);
   const auto t0 = std::chrono::steady_clock::now();
   if (v.joint) {
     data::SubwordVocab::train({&c.train.src, &c.train.tgt}, src_path, o);
@@ -54,6 +50,15 @@ void prepare_vocabs(const VocabConfig& v, const Corpora& c, const std::string& o
 }
 
 }  // namespace
+
+data::VocabTrainOptions vocab_train_options(const VocabConfig& v) {
+  data::VocabTrainOptions o;
+  o.vocab_size = v.size;
+  o.model = v.type == "bpe" ? data::SubwordModel::kBpe : data::SubwordModel::kUnigram;
+  o.character_coverage = v.character_coverage;
+  o.num_threads = 1;  // SentencePiece's result depends on its thread count: keep runs repeatable
+  return o;
+}
 
 RunData prepare_run_data(const TrainConfig& cfg, bool resume, const PrintFn& print) {
   const std::string& out = cfg.train.out_dir;

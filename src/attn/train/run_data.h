@@ -28,4 +28,8 @@ struct RunData {
 // no training pair left after filtering.
 RunData prepare_run_data(const TrainConfig& config, bool resume, const PrintFn& print);
 
+// The SentencePiece training options of a run's vocab section (one thread:
+// SentencePiece's result depends on its thread count, so runs stay repeatable).
+data::VocabTrainOptions vocab_train_options(const VocabConfig& v);
+
 }  // namespace attn::train

@@ -19,6 +19,8 @@ struct Validation {
   double bleu = 0;         // corpus BLEU of the decoded validation sentences
   double seconds = 0;      // time the validation took
   int64_t sentences = 0;   // sentences decoded for BLEU
+  std::optional<double> exact_match;  // captioning: percent of decoded captions equal to one of their
+                                      // image's references (absent for translation)
 };
 
 struct ScheduleState {

@@ -53,15 +53,18 @@ void TrainLog::progress(const ProgressRecord& r) {
 
 void TrainLog::validation(const ValidationRecord& r) {
   const Validation& v = r.figures;
-  char buf[300];
-  std::snprintf(buf, sizeof buf, "valid step %lld | epoch %lld | ppl %.3f | BLEU %.2f (%lld sentences, %s) | %.1fs | %s",
+  char exact[48] = "";
+  if (v.exact_match) std::snprintf(exact, sizeof exact, " | exact %.1f%%", *v.exact_match);
+  char buf[340];
+  std::snprintf(buf, sizeof buf, "valid step %lld | epoch %lld | ppl %.3f | BLEU %.2f (%lld sentences, %s)%s | %.1fs | %s",
                 (long long)r.step, (long long)r.epoch + 1, v.perplexity, v.bleu, (long long)v.sentences,
-                r.beam > 1 ? ("beam " + std::to_string(r.beam)).c_str() : "greedy", v.seconds, r.note.c_str());
+                r.beam > 1 ? ("beam " + std::to_string(r.beam)).c_str() : "greedy", exact, v.seconds, r.note.c_str());
   print_(buf);
-  const nlohmann::ordered_json j = {{"type", "valid"},       {"step", r.step},       {"epoch", r.epoch},
-                                    {"perplexity", v.perplexity}, {"bleu", v.bleu},   {"best", r.best},
-                                    {"lr", r.lr},            {"valid_seconds", v.seconds}, {"elapsed_s", r.elapsed_s},
-                                    {"wall_s", r.wall_s}};
+  nlohmann::ordered_json j = {{"type", "valid"},       {"step", r.step},       {"epoch", r.epoch},
+                              {"perplexity", v.perplexity}, {"bleu", v.bleu},   {"best", r.best},
+                              {"lr", r.lr},            {"valid_seconds", v.seconds}, {"elapsed_s", r.elapsed_s},
+                              {"wall_s", r.wall_s}};
+  if (v.exact_match) j["exact_match"] = *v.exact_match;
   append(j.dump());
 }
 
