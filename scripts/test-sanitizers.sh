@@ -78,6 +78,16 @@ build() {
 # The pthread build of OpenBLAS (see the top of this file)
 export ATTN_BLAS=/usr/lib/x86_64-linux-gnu/openblas-pthread/libopenblas.so.0
 
+# LLVM's OpenMP runtime registers each process in /dev/shm/__KMP_REGISTERED_LIB_<pid>_<uid>
+# (shm_open, then ftruncate to 1 KiB). A process that died between the two (killed, or
+# under a file-size limit) leaves an empty file; a later process given the same pid
+# maps it and dies of SIGBUS reading it (seen in a clean-clone CI run: a file left by an
+# earlier session killed Trainer/EveryKind.ResumeEqualsUninterrupted). An empty file
+# is never a live registration: remove them before each sanitizer run.
+forget_empty_openmp_registrations() {
+  find /dev/shm -maxdepth 1 -name '__KMP_REGISTERED_LIB_*' -user "$(id -u)" -size 0 -delete 2>/dev/null || true
+}
+
 # Fails (and prints them) if any sanitizer wrote a report under <dir>/sanitizer-reports
 check_reports() {
   local dir=$1/sanitizer-reports
@@ -97,6 +107,7 @@ run_asan() {
   configure "$b" -DATTN_SANITIZE=address,undefined -DATTN_FUZZ=ON
   build "$b"
   rm -rf "$b/sanitizer-reports" && mkdir -p "$b/sanitizer-reports"
+  forget_empty_openmp_registrations
   t0=$SECONDS
   # halt_on_error: the first report ends the process (and fails the test).
   # detect_leaks: LeakSanitizer at exit; leaks of the Debian libraries are
@@ -127,6 +138,7 @@ run_tsan() {
   configure "$b" -DATTN_SANITIZE=thread "-DATTN_TEST_FILES=$TSAN_TEST_FILES"
   build "$b" attn_tests  # also builds the `attn` command (ServeProcess runs it)
   rm -rf "$b/sanitizer-reports" && mkdir -p "$b/sanitizer-reports"
+  forget_empty_openmp_registrations
   t0=$SECONDS
   # ignore_noninstrumented_modules: accesses inside libomp, OpenBLAS and the
   # other uninstrumented libraries are not checked (Archer's requirement);
