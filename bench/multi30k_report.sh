@@ -7,6 +7,7 @@
 #   3. checkpoint averaging of the newest 3 and 5 snapshots, chosen on val;
 #   4. the final test BLEU of the model and settings val picked.
 # Usage: bench/multi30k_report.sh RUN_DIR [ATTN_BINARY]   (from the project root)
+# EPOCH_TABLE=0 skips step 1 (two test translations per epoch; steps 2-4 take a few minutes).
 set -euo pipefail
 run=${1:?usage: bench/multi30k_report.sh RUN_DIR [ATTN_BINARY]}
 attn=${2:-./build/attn}
@@ -22,21 +23,22 @@ bleu() {  # bleu WEIGHTS SPLIT BEAM LP -> BLEU of that split's translation
     xargs printf '%.2f'
 }
 
-echo "| epoch | step | wall min | train min | val BLEU (greedy, log) | test greedy | test beam 5 |"
-echo "|---|---|---|---|---|---|---|"
-epoch=0
-for snap in "$run"/snapshots/step-*.safetensors; do
-  epoch=$((epoch + 1))
-  step=$((10#$(basename "$snap" .safetensors | sed 's/step-//')))
-  line=$(grep "\"type\":\"valid\",\"step\":$step," "$run/log.jsonl" | tail -1)
-  wall=$(sed -E 's/.*"wall_s":([0-9.]+).*/\1/' <<<"$line")
-  train=$(sed -E 's/.*"elapsed_s":([0-9.]+).*/\1/' <<<"$line")
-  vbleu=$(sed -E 's/.*"bleu":([0-9.]+).*/\1/' <<<"$line")
-  printf '| %d | %d | %.1f | %.1f | %.2f | %s | %s |\n' "$epoch" "$step" "$(awk "BEGIN{print $wall/60}")" \
-    "$(awk "BEGIN{print $train/60}")" "$vbleu" "$(bleu "$snap" test_2016_flickr 1 1.0)" "$(bleu "$snap" test_2016_flickr 5 1.0)"
-done
-
-echo
+if [ "${EPOCH_TABLE:-1}" = 1 ]; then
+  echo "| epoch | step | wall min | train min | val BLEU (greedy, log) | test greedy | test beam 5 |"
+  echo "|---|---|---|---|---|---|---|"
+  epoch=0
+  for snap in "$run"/snapshots/step-*.safetensors; do
+    epoch=$((epoch + 1))
+    step=$((10#$(basename "$snap" .safetensors | sed 's/step-//')))
+    line=$(grep "\"type\":\"valid\",\"step\":$step," "$run/log.jsonl" | tail -1)
+    wall=$(sed -E 's/.*"wall_s":([0-9.]+).*/\1/' <<<"$line")
+    train=$(sed -E 's/.*"elapsed_s":([0-9.]+).*/\1/' <<<"$line")
+    vbleu=$(sed -E 's/.*"bleu":([0-9.]+).*/\1/' <<<"$line")
+    printf '| %d | %d | %.1f | %.1f | %.2f | %s | %s |\n' "$epoch" "$step" "$(awk "BEGIN{print $wall/60}")" \
+      "$(awk "BEGIN{print $train/60}")" "$vbleu" "$(bleu "$snap" test_2016_flickr 1 1.0)" "$(bleu "$snap" test_2016_flickr 5 1.0)"
+  done
+  echo
+fi
 echo "Length penalty for beam 5, chosen on val with the best model (model.safetensors):"
 best_lp=1.0 best=0
 for lp in 0.6 0.8 1.0 1.2 1.4; do

@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 
+#include "attn/nn/module.h"
 #include "attn/tensor/safetensors.h"
 #include "compare.h"
 
@@ -38,6 +39,21 @@ inline SafetensorsFile run_oracle(const std::string& script, const std::string& 
   SafetensorsFile loaded = load_safetensors(out);
   std::remove(out.c_str());
   return cache[script + " " + args] = std::move(loaded);
+}
+
+// Copies every parameter of `model` from the oracle's "param.<attn name>" (a shape
+// that differs fails the test, naming the parameter, and is not copied); returns
+// how many were copied, which the caller compares with the oracle's count.
+inline int load_oracle_params(nn::Module& model, const SafetensorsFile& f) {
+  int copied = 0;
+  for (auto& [name, p] : model.named_parameters()) {
+    const Tensor src = f.get("param." + name);
+    EXPECT_EQ(src.shape(), p.shape()) << name;
+    if (src.shape() != p.shape()) continue;
+    std::copy(src.data(), src.data() + src.numel(), p.data());
+    ++copied;
+  }
+  return copied;
 }
 
 // Largest |a-b| / (|b| + floor) with floor = 2e-3 * max|b|: relative error per

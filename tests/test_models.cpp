@@ -14,6 +14,7 @@
 #include "attn/nn/rnn.h"
 #include "attn/models/seq2seq.h"
 #include "attention_reference.h"
+#include "tiny_models.h"
 #include "compare.h"
 #include "gradcheck.h"
 
@@ -254,43 +255,6 @@ TEST(ModelConfig, JsonRoundTripAndValidation) {
   bad = c;
   bad.window = models::LuongWindow::LocalM;  // local windows: dot / general only
   EXPECT_THROW(models::validate(bad), std::invalid_argument);
-}
-
-ModelConfig tiny(models::ModelType type) {
-  ModelConfig c;
-  c.type = type;
-  c.src_vocab = 11;
-  c.tgt_vocab = 13;
-  c.embed = 6;
-  c.encoder_hidden = 5;
-  c.decoder_hidden = 7;
-  c.attention = 4;
-  c.readout = 6;
-  c.dropout = 0.0;
-  return c;
-}
-
-// A fixed batch: 3 sentences, source lengths 4, 2, 3; target lengths 3, 1, 2.
-data::Seq2SeqBatch tiny_batch(int64_t src_vocab, int64_t tgt_vocab) {
-  data::Seq2SeqBatch b;
-  const std::vector<std::vector<int>> src = {{4, 5, 6, 7}, {8, 9}, {10, 4, 5}};
-  const std::vector<std::vector<int>> tgt = {{5, 6, 7}, {8}, {9, 12}};
-  const int64_t B = 3, S = 4, T = 4;
-  b.src = Tensor::zeros({B, S});
-  b.tgt_in = Tensor::zeros({B, T});
-  b.tgt_out = Tensor::zeros({B, T});
-  for (int64_t i = 0; i < B; ++i) {
-    b.src_lengths.push_back(int64_t(src[i].size()));
-    for (size_t j = 0; j < src[i].size(); ++j) b.src.data()[i * S + int64_t(j)] = float(src[i][j] % src_vocab);
-    b.tgt_in.data()[i * T] = data::SpecialIds{}.bos;
-    for (size_t j = 0; j < tgt[i].size(); ++j) {
-      b.tgt_in.data()[i * T + int64_t(j) + 1] = float(tgt[i][j] % tgt_vocab);
-      b.tgt_out.data()[i * T + int64_t(j)] = float(tgt[i][j] % tgt_vocab);
-    }
-    b.tgt_out.data()[i * T + int64_t(tgt[i].size())] = data::SpecialIds{}.eos;
-    b.targets.push_back(tgt[i]);
-  }
-  return b;
 }
 
 struct Variant {

@@ -19,14 +19,7 @@ TEST(ParityTorchShowAttendTell, TwoSoftStepsAndEveryGradientMatchTorch) {
   Rng init(1);
   models::ShowAttendTell model(c, init, 1);
   model.train(false);
-  int copied = 0;
-  for (auto& [name, p] : model.named_parameters()) {
-    const Tensor src = f.get("param." + name);
-    ASSERT_EQ(src.shape(), p.shape()) << name;
-    std::copy(src.data(), src.data() + src.numel(), p.data());
-    ++copied;
-  }
-  EXPECT_EQ(copied, 26);
+  EXPECT_EQ(load_oracle_params(model, f), 26);
   Tensor x = f.get("x").clone().set_requires_grad(true);
   models::Encoded e = model.encode(x, {4, 4});
   models::StepOutput s1 = model.step(e.memory, e.state, Tensor::full({2}, float(c.specials.bos)));

@@ -14,7 +14,7 @@ const std::vector<std::string>& op_names() {
       "embedding", "dropout", "layer_norm", "cross_entropy",
       "gru", "lstm",
       "sdpa_fused", "sdpa_fused_packed", "additive_step", "additive_scores",
-      "unbind", "output_cross_entropy", "rnnsearch_decoder",
+      "unbind", "output_cross_entropy", "rnnsearch_decoder", "luong_decoder",
       "conv2d", "max_pool2d", "group_norm",
   };
   return names;

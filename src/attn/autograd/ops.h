@@ -79,6 +79,10 @@ Tensor embedding(const Tensor& table, const Tensor& ids, int64_t padding_idx = -
 // Inverted dropout: zeroes each element with probability p and scales the rest
 // by 1/(1-p). Identity when !training or p == 0.
 Tensor dropout(const Tensor& x, float p, bool training, Rng& rng);
+// The mask dropout() multiplies by, n floats into out: 0 with probability p,
+// else 1/(1-p), drawn from rng in order (a fused op that draws its masks
+// ahead gets the very masks step-by-step dropout() calls would).
+void dropout_mask(float* out, int64_t n, float p, Rng& rng);
 // Normalises over the last axis: x [..., n], weight [n], bias [n] -> [..., n]
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps = 1e-5f);
 

@@ -21,13 +21,16 @@ Tensor embedding(const Tensor& table, const Tensor& ids, int64_t padding_idx) {
   return out;
 }
 
+void dropout_mask(float* out, int64_t n, float p, Rng& rng) {
+  const float scale = 1.0f / (1.0f - p);
+  for (int64_t i = 0; i < n; ++i) out[i] = rng.uniform() < p ? 0.0f : scale;
+}
+
 Tensor dropout(const Tensor& x, float p, bool training, Rng& rng) {
   if (p < 0.0f || p >= 1.0f) throw std::invalid_argument("dropout: p = " + std::to_string(p) + " outside [0, 1)");
   if (!training || p == 0.0f) return x;
   Tensor mask = Tensor::empty(x.shape());  // 0 or 1/(1-p)
-  float scale = 1.0f / (1.0f - p);
-  float* pm = mask.data();
-  for (int64_t i = 0; i < mask.numel(); ++i) pm[i] = rng.uniform() < p ? 0.0f : scale;
+  dropout_mask(mask.data(), mask.numel(), p, rng);
   Tensor out = kernels::mul(x, mask);
   autograd::record("dropout", {x}, out, [mask](const std::vector<Tensor>& d) -> std::vector<Tensor> {
     return {kernels::mul(d[0], mask)};

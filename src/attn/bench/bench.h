@@ -57,7 +57,8 @@ void bench_gru(const BenchOptions& opt);
 // beside the same GEMMs alone (bench_conv.cpp); no peer
 void bench_conv(const BenchOptions& opt);    // GRU layer fwd+bwd, batch 64, hidden 512, len 30, vs torch
 void bench_attention(const BenchOptions& opt);  // SDPA fused/naive, MHA, additive step, vs torch
-// rnnsearch training step (fwd + bwd + clip + Adam): target tokens/s per shape ("lean", "tutorial"), vs torch
+// translation training step (fwd + bwd + clip + Adam): target tokens/s per shape (rnnsearch "lean",
+// "tutorial"; "luong"; bench_mt.cpp), vs torch
 void bench_mt_train(const BenchOptions& opt, const std::vector<std::string>& shapes, int64_t batch);
 // `attn serve` under load (bench_serve.cpp): what to serve and how long.
 struct ServeBenchOptions {
@@ -74,7 +75,7 @@ void bench_serve(const BenchOptions& opt, const ServeBenchOptions& serve);
 // The process's resident set now (/proc/self/statm), in bytes.
 size_t rss_current_bytes();
 
-// rnnsearch greedy / beam decoding: sentences/s per shape, batch size and beam, vs torch
+// translation greedy / beam decoding: sentences/s per shape (as bench_mt_train), batch size and beam, vs torch
 void bench_mt_decode(const BenchOptions& opt, const std::vector<std::string>& shapes, const std::vector<int64_t>& batches,
                      const std::vector<int>& beams);
 

@@ -1,12 +1,16 @@
 // Translation benchmarks: training throughput (target tokens/s of forward +
 // backward + clipping + Adam on one batch) and decoding speed (sentences/s,
-// greedy and beam), for rnnsearch in two shapes, vs the PyTorch peer
-// (bench/peers/torch_rnnsearch.py) on the same shapes and lengths.
+// greedy and beam), for rnnsearch in two shapes and luong in one, vs the
+// PyTorch peers (bench/peers/torch_rnnsearch.py, torch_luong.py) on the same
+// shapes and lengths.
 //
 // Shapes ("model"):
-//   lean      vocab 8000, embedding 256, bi-GRU 256, decoder GRU 512, attention 256, readout 256
-//             (the lean PyTorch rnnsearch, 9.8M parameters)
-//   tutorial  vocab 8000, embedding 256, bi-GRU 512, decoder GRU 512, attention 512, readout 256
+//   lean      rnnsearch: vocab 8000, embedding 256, bi-GRU 256, decoder GRU 512, attention 256,
+//             readout 256 (the lean PyTorch rnnsearch, 9.8M parameters)
+//   tutorial  rnnsearch: vocab 8000, embedding 256, bi-GRU 512, decoder GRU 512, attention 512, readout 256
+//   luong     luong: vocab 8000, embedding 256, bi-LSTM 256, decoder LSTM 512 (one layer each),
+//             general score, global window, input feeding, decoder_init mean (lean's hidden sizes;
+//             OpenNMT-py's default RNN decoder, 12.9M parameters)
 // Batch: `batch` sentences with source and target lengths 8 + (7 b mod 13)
 // (Multi30k-like, 8..20 pieces); ids drawn from a fixed Rng. An untrained
 // model rarely emits EOS, so decoding runs the full length limit
@@ -38,8 +42,21 @@ models::ModelConfig shape(const std::string& name) {
   c.attention = name == "tutorial" ? 512 : 256;
   c.readout = 256;
   c.dropout = 0.2;
+  c.tied_embeddings = models::TiedEmbeddings::None;
+  if (name == "luong") {  // attention and readout: unused by general scores over a global window
+    c.type = models::ModelType::Luong;
+    c.cell = models::CellType::Lstm;
+    c.encoder_layers = c.decoder_layers = 1;
+    c.bidirectional = true;
+    c.score = models::LuongScore::General;
+    c.window = models::LuongWindow::Global;
+    c.decoder_init = models::DecoderInit::Mean;
+  }
   return c;
 }
+
+// The PyTorch peer script of a shape
+std::string peer_of(const std::string& name) { return name == "luong" ? "torch_luong.py" : "torch_rnnsearch.py"; }
 
 int64_t length_of(int64_t b) { return 8 + (7 * b) % 13; }
 
@@ -99,7 +116,7 @@ void bench_mt_train(const BenchOptions& opt, const std::vector<std::string>& sha
           {"params", model->num_parameters()}, {"tgt_tokens", tokens}, {"step_ms", ms},
           {"tgt_tokens_per_s", double(tokens) / (ms / 1000.0)}, {"pool_peak_bytes", pool::stats().peak_bytes_in_use}});
     if (opt.run_peers)
-      run_peer(opt, "torch_rnnsearch.py", "--mode train --model " + name + " --batch " + std::to_string(batch));
+      run_peer(opt, peer_of(name), "--mode train --model " + name + " --batch " + std::to_string(batch));
   }
 }
 
@@ -134,8 +151,8 @@ void bench_mt_decode(const BenchOptions& opt, const std::vector<std::string>& sh
               {"prepare_ms", prepare_ms},
               {"tokens_out", steps}});
         if (opt.run_peers)
-          run_peer(opt, "torch_rnnsearch.py", "--mode decode --model " + name + " --batch " + std::to_string(batch) +
-                                                  " --beam " + std::to_string(beam));
+          run_peer(opt, peer_of(name), "--mode decode --model " + name + " --batch " + std::to_string(batch) +
+                                          " --beam " + std::to_string(beam));
       }
   }
 }

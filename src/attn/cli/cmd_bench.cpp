@@ -25,7 +25,8 @@ void add_bench_command(CLI::App& app) {
   auto batch = std::make_shared<int64_t>(64);
   auto dec_batches = std::make_shared<std::vector<int64_t>>(std::vector<int64_t>{1, 64});
   auto beams = std::make_shared<std::vector<int>>(std::vector<int>{1, 5});
-  cmd->add_option("--model", *shapes, "train/decode: rnnsearch shapes, lean and/or tutorial")->capture_default_str();
+  cmd->add_option("--model", *shapes, "train/decode: model shapes, rnnsearch lean and/or tutorial, luong")
+      ->capture_default_str();
   cmd->add_option("--batch", *batch, "train: sentences per batch")->capture_default_str();
   cmd->add_option("--decode-batch", *dec_batches, "decode: batch sizes")->capture_default_str();
   cmd->add_option("--beam", *beams, "decode: beam sizes (1: greedy)")->capture_default_str();
@@ -50,7 +51,8 @@ void add_bench_command(CLI::App& app) {
         throw std::invalid_argument("bench: unknown suite '" + s + "' (gemm, gru, attention, train, decode, conv, serve)");
     if (want.count("serve") && serve->run.empty()) throw std::invalid_argument("bench serve: needs -m RUN");
     for (const auto& m : *shapes)
-      if (m != "lean" && m != "tutorial") throw std::invalid_argument("bench: unknown model shape '" + m + "'");
+      if (m != "lean" && m != "tutorial" && m != "luong")
+        throw std::invalid_argument("bench: unknown model shape '" + m + "' (lean, tutorial, luong)");
     const bool peers_wanted = want.empty() || want.size() > want.count("serve") + want.count("conv");  // no peer for these
     if (opt->run_peers && peers_wanted) opt->peer_dir = bench::find_peer_dir(*peer_dir);  // before minutes of our own runs
     if (run("gemm")) bench::bench_gemm(*opt);

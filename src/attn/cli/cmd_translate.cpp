@@ -14,6 +14,8 @@
 //                      source pieces is translated from its first N pieces, or gives an empty
 //                      output line, with a warning naming the line on stderr and a count at the
 //                      end; or stops the command (exit 1) naming the line before any decoding
+//   --attention-stats FILE  also one JSON line in FILE: the best hypotheses' attention
+//                      entropy and copy alignment (decode/attention_stats.h)
 //   --heatmaps DIR     also DIR/0001.png, DIR/0002.png, ... (numbered by input line, 1-based;
 //                      none for an empty line): the best hypothesis's attention drawn by
 //                      viz/heatmap.h, --heatmap-format png|svg|pdf|html, --heatmap-colors grey|viridis
@@ -29,6 +31,7 @@
 #include "attn/cli/heatmaps.h"
 #include "attn/data/line_reader.h"
 #include "attn/decode/alignment.h"
+#include "attn/decode/attention_stats.h"
 #include "attn/decode/model_dir.h"
 #include "attn/decode/translator.h"
 #include "attn/tensor/threading.h"
@@ -40,7 +43,7 @@ namespace {
 
 struct Opts {
   std::string model, weights, input, output, alignments, alignments_out;
-  std::string heatmaps, heatmap_format = "png", heatmap_colors = "grey";
+  std::string heatmaps, heatmap_format = "png", heatmap_colors = "grey", attention_stats;
   int beam = 5, nbest = 1, threads = 0;
   double length_penalty = 1.0, max_len_ratio = 2.0;
   int64_t batch = 64, chunk = 2000, max_src_pieces = 250;
@@ -116,6 +119,9 @@ void add_options(CLI::App& cmd, Opts& o) {
   cmd.add_option("--alignments", o.alignments, "soft (JSON weight matrices) or hard (i-j word pairs)")
       ->check(CLI::IsMember({"soft", "hard"}));
   cmd.add_option("--alignments-out", o.alignments_out, "write alignments to this file instead of inline");
+  cmd.add_option("--attention-stats", o.attention_stats,
+                  "also write the best hypotheses' attention statistics (mean entropy, copy alignment) to this "
+                  "file as one JSON line");
   cmd.add_option("--heatmaps", o.heatmaps,
                   "also draw each sentence's attention (best hypothesis) to DIR/0001.png, ... (by input line)");
   cmd.add_option("--heatmap-format", o.heatmap_format, "format of the --heatmaps files")
@@ -157,7 +163,8 @@ void add_translate_command(CLI::App& app) {
     to.search.nbest = o->nbest;
     to.search.length_penalty = o->length_penalty;
     to.search.max_len_ratio = o->max_len_ratio;
-    to.search.alignments = !o->alignments.empty() || !o->heatmaps.empty();
+    to.search.alignments = !o->alignments.empty() || !o->heatmaps.empty() || !o->attention_stats.empty();
+    decode::AttentionStats stats;
     viz::HeatmapStyle heatmap_style;
     heatmap_style.colors = viz::parse_color_map(o->heatmap_colors, "--heatmap-colors");
     if (!o->heatmaps.empty()) std::filesystem::create_directories(o->heatmaps);
@@ -188,6 +195,8 @@ void add_translate_command(CLI::App& app) {
         if (!o->heatmaps.empty() && translation_heatmap(t, heatmap))
           viz::write_heatmap(heatmap_path(o->heatmaps, start + i + 1, o->heatmap_format), heatmap, heatmap_style);
         write_translation(*o, t, start + i, out, align_file, inline_align);
+        if (!o->attention_stats.empty() && !t.hypotheses.empty())
+          stats.add(t.hypotheses[0].attention, t.src_pieces, t.hypotheses[0].pieces);
       }
       out.flush();
     }
@@ -197,6 +206,11 @@ void add_translate_command(CLI::App& app) {
                 << " (--long-lines, --max-src-pieces)\n";
     if (out_file) out_file->commit();
     if (align_out) align_out->commit();
+    if (!o->attention_stats.empty()) {
+      OutputFile f(o->attention_stats);
+      f.stream() << stats.json() << "\n";
+      f.commit();
+    }
   });
 }
 

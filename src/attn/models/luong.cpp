@@ -1,11 +1,14 @@
 #include "attn/models/luong.h"
 
+#include <cmath>
 #include <stdexcept>
 
 #include "attn/attention/additive_step.h"
 #include "attn/attention/attention.h"
 #include "attn/autograd/ops_sequence.h"
 #include "attn/models/model_parts.h"
+#include "attn/models/luong_decoder.h"
+#include "attn/models/luong_search.h"
 #include "attn/models/output_loss.h"
 
 namespace attn::models {
@@ -77,7 +80,9 @@ Encoded Luong::encode(const Tensor& src, const std::vector<int64_t>& lengths) co
   e.memory.lengths = detail::lengths_tensor(lengths);
   switch (config_.score) {
     case LuongScore::Dot: e.memory.keys = out; break;
-    case LuongScore::General: e.memory.keys = linear(out, general_w_, Tensor()); break;  // W_a h̄_s [B, S, Hd]
+    case LuongScore::General:  // W_a h̄_s / sqrt(Hd) [B, S, Hd] (luong.h: why the scale)
+      e.memory.keys = affine(linear(out, general_w_, Tensor()), 1.0f / std::sqrt(float(config_.decoder_hidden)));
+      break;
     case LuongScore::Concat: e.memory.keys = attention::project_keys(out, concat_k_, Tensor()); break;  // [B, S, A]
   }
   Tensor h0 = init_ ? tanh(init_->forward(detail::mean_over_valid(out, lengths))) : Tensor::zeros({B, Hd});
@@ -172,7 +177,7 @@ StepOutput Luong::step(const EncoderMemory& m, const DecoderState& state, const 
   return out;
 }
 
-Tensor Luong::forced_features(const data::Seq2SeqBatch& b) const {
+Tensor Luong::forced_features_by_steps(const data::Seq2SeqBatch& b) const {
   Encoded e = encode(b.src, b.src_lengths);
   const int64_t T = b.tgt_in.size(1);
   Tensor emb = drop(tgt_embed_->forward(time_major(b.tgt_in)));  // [T, B, E]
@@ -186,6 +191,57 @@ Tensor Luong::forced_features(const data::Seq2SeqBatch& b) const {
   }
   // h̃ of all steps: [T * B, Hd] (the output projection follows in loss / forced_logits)
   return concat(feeds, 0);
+}
+
+LuongLoopWeights Luong::loop_weights() const {
+  LuongLoopWeights w;
+  w.cell = config_.cell;
+  for (int64_t l = 0; l < config_.decoder_layers; ++l)
+    w.layers.push_back(lstm() ? dec_lstm_->weights(l, 0) : dec_gru_->weights(l, 0));
+  w.score = config_.score;
+  w.concat_q = concat_q_, w.concat_v = concat_v_;
+  w.window = config_.window;
+  w.half_width = config_.window_half_width;
+  w.local_wp = local_wp_, w.local_vp = local_vp_;
+  w.combine = combine_->weight;
+  return w;
+}
+
+std::shared_ptr<const PreparedDecoder> Luong::prepare_decoder(int64_t max_rows) const {
+  if (is_training()) throw std::logic_error("luong decoder: the model is in training mode (dropout active)");
+  LuongStepWeights w;
+  w.embed = tgt_embed_->weight;
+  w.loop = loop_weights();
+  w.w_s = out_w_, w.b_s = out_b_;
+  return prepare_luong_decoder(w, max_rows >= kPackRows ? StepPacking::Packed : StepPacking::RowMajor);
+}
+
+std::unique_ptr<StepDecoder> Luong::decoder(const EncoderMemory& memory, int64_t max_rows,
+                                            std::shared_ptr<const PreparedDecoder> prepared) const {
+  if (is_training()) throw std::logic_error("luong decoder: the model is in training mode (dropout active)");
+  return make_luong_decoder(prepared ? std::move(prepared) : prepare_decoder(max_rows), memory, max_rows);
+}
+
+Tensor Luong::forced_features(const data::Seq2SeqBatch& b) const {
+  Encoded e = encode(b.src, b.src_lengths);
+  const int64_t B = b.tgt_in.size(0), T = b.tgt_in.size(1), L = config_.decoder_layers, Hd = config_.decoder_hidden;
+  LuongLoopInputs in;
+  in.emb = drop(tgt_embed_->forward(time_major(b.tgt_in)));  // [T, B, E]
+  in.keys = e.memory.keys, in.values = e.memory.values, in.lengths = e.memory.lengths;
+  for (int64_t l = 0; l < L; ++l) in.h0.push_back(e.state.tensors[size_t(l)]);
+  if (lstm())
+    for (int64_t l = 0; l < L; ++l) in.c0.push_back(e.state.tensors[size_t(L + l)]);
+  const float p = float(config_.dropout);
+  if (is_training() && p > 0.0f) {  // drawn in decoder_step's order: per step, between layers, then h̃
+    if (L > 1) in.layer_masks = Tensor::empty({T, L - 1, B, Hd});
+    in.feed_masks = Tensor::empty({T, B, Hd});
+    for (int64_t t = 0; t < T; ++t) {
+      for (int64_t l = 0; l + 1 < L; ++l)
+        dropout_mask(in.layer_masks.data() + (t * (L - 1) + l) * B * Hd, B * Hd, p, dropout_rng_);
+      dropout_mask(in.feed_masks.data() + t * B * Hd, B * Hd, p, dropout_rng_);
+    }
+  }
+  return reshape(luong_decoder(in, loop_weights()), {T * B, Hd});  // h̃ of all steps
 }
 
 }  // namespace attn::models

@@ -12,7 +12,7 @@
 // Step t (y_0 = BOS, h̃_0 = 0):
 //   h_t = stacked cell([E y_{t-1}; h̃_{t-1}], h_{t-1})     input feeding (sec. 3.3)
 //   score(h_t, h̄_s) = h_t . h̄_s                 dot
-//                   = h_t . (W_a h̄_s)           general (W_a h̄_s cached per batch)
+//                   = h_t . (W_a h̄_s) / sqrt(Hd) general (W_a h̄_s / sqrt(Hd) cached per batch)
 //                   = v_a^T tanh(W_a [h_t; h̄_s]) concat (the fused additive step,
 //                                                 W_a h̄_s half cached per batch)
 //   a_t = softmax over the source (global), or over the window [p_t - D, p_t + D]:
@@ -21,6 +21,14 @@
 //   c_t = sum_s a_ts h̄_s
 //   h̃_t = tanh(W_c [c_t; h_t])                  (eq. 5), dropout
 // Output (after the loop, one GEMM for all steps): p(y_t) = softmax(W_s h̃_t + b)
+//
+// The general score's 1 / sqrt(Hd) is not in the paper. It changes no function
+// the model can express (W_a absorbs a constant), only how it trains: without
+// it, Adam (lr 2e-3) grew the bilinear form's scores until the softmax
+// saturated within the first epoch of Multi30k, and the attention collapsed
+// onto the last source piece for good (entropy 0.01 nats, BLEU 20 after 13
+// minutes where dot and concat reached 30 in 10; BENCHMARKS.md, "Luong's
+// scores in 10 minutes"). Scaled, it learns alignments and trains fastest of the three.
 #pragma once
 #include <memory>
 
@@ -30,6 +38,8 @@
 
 namespace attn::models {
 
+struct LuongLoopWeights;  // luong_decoder.h (internal: not installed)
+
 class Luong : public Seq2SeqModel {
 public:
   // Validates `config` (type luong); parameters from `init`.
@@ -38,8 +48,17 @@ public:
   Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const override;
   StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev,
                   StepDetail detail = StepDetail::Weights) const override;
+  // The decoder loop as one fused op (luong_decoder.h).
   Tensor forced_features(const data::Seq2SeqBatch& b) const override;
+  // The same features from T composable steps (decoder_step, the ops step()
+  // runs): the reference the tests hold the fused loop to. [T * B, Hd]
+  Tensor forced_features_by_steps(const data::Seq2SeqBatch& b) const;
   OutputLayer output_layer() const override { return {out_w_, out_b_}; }
+  // The fused search step (luong_search.h). Throws std::logic_error in
+  // training mode, std::invalid_argument for weights another model prepared.
+  std::unique_ptr<StepDecoder> decoder(const EncoderMemory& memory, int64_t max_rows,
+                                       std::shared_ptr<const PreparedDecoder> prepared = nullptr) const override;
+  std::shared_ptr<const PreparedDecoder> prepare_decoder(int64_t max_rows) const override;
 
 private:
   // Decoder state layout: {h_0..h_{L-1}, c_0..c_{L-1} (LSTM only), h̃ [N, Hd], t [N]}
@@ -54,6 +73,7 @@ private:
                           bool need_internals = false) const;
   const Tensor& feed(const DecoderState& s) const { return s.tensors[s.tensors.size() - 2]; }  // h̃
   Tensor drop(const Tensor& x) const;
+  LuongLoopWeights loop_weights() const;
   bool lstm() const { return config_.cell == CellType::Lstm; }
 
   std::shared_ptr<nn::Embedding> src_embed_, tgt_embed_;

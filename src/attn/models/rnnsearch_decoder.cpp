@@ -11,25 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "attn/models/decoder_cell.h"
 #include "attn/models/model_parts.h"
 #include "attn/models/rnnsearch_kernels.h"
 #include "attn/nn/step_linear.h"
-#include "attn/nn/rnn_kernels.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/threading.h"
 
 namespace attn::models {
 namespace {
-
-// c (+)= a W^T for rows i < m over all of lin's outputs, its units split
-// across threads in contiguous ranges.
-void apply_all(const nn::StepLinear& lin, int64_t m, const float* a, int64_t lda, float* c, int64_t ldc,
-               bool accumulate) {
-  const int64_t U = lin.units();
-  const bool par = m > 1 && m * lin.out() * lin.in() > kParallelGrain * 32;
-#pragma omp parallel for schedule(static) if (par)
-  for (int64_t u = 0; u < U; ++u) lin.apply(m, a, lda, u, u + 1, c, ldc, accumulate);
-}
 
 struct Dims {
   int64_t T, B, E, S, A, Dv, Hd, G, In;
@@ -69,31 +59,6 @@ struct Saved {
   Tensor wts;    // [T * B, S]  attention weights
   Tensor sprev;  // [T * B, Hd] s_{t-1}
 };
-
-// s_t = GRU gates (rnn_kernels) of one step's B rows, split across threads.
-void gru_step_forward(const Dims& d, int64_t t, const float* sp, float* g, const float* gh, const Tensor& b_ih,
-                      const Tensor& b_hh, float* ghn, float* st, float* nx) {
-  const int64_t B = d.B, Hd = d.Hd, G = d.G;
-  std::vector<float*> y_rows(static_cast<size_t>(B)), next_rows(static_cast<size_t>(B));
-  for (int64_t b = 0; b < B; ++b) {
-    y_rows[size_t(b)] = st + b * Hd;
-    next_rows[size_t(b)] = nx + b * Hd;
-  }
-  const bool par_gate = B > 1 && B * Hd * 8 > kParallelGrain;
-  const int64_t chunk = par_gate ? (B + omp_get_max_threads() - 1) / omp_get_max_threads() : B;
-#pragma omp parallel for schedule(static) if (par_gate)
-  for (int64_t r0 = 0; r0 < B; r0 += chunk) {
-    rnn_kernels::GruForward a;
-    a.n = std::min(chunk, B - r0), a.hidden = Hd, a.k_begin = 0, a.k_end = Hd;
-    a.gates = g + r0 * G;
-    a.gh = gh + r0 * G;
-    a.b_ih = b_ih.data(), a.b_hh = b_hh.data();
-    a.h_prev = sp + r0 * Hd;
-    a.ghn = ghn + (t * B + r0) * Hd;
-    a.y_rows = y_rows.data() + r0, a.next_rows = next_rows.data() + r0;
-    rnn_kernels::gru_forward(a);
-  }
-}
 
 // The forward loop over T steps; fills out.states, out.contexts and `saved`.
 void forward_loop(const Dims& d, const Tensor& emb, const Tensor& keys, const Tensor& values,
@@ -136,10 +101,14 @@ void forward_loop(const Dims& d, const Tensor& emb, const Tensor& keys, const Te
                                     more ? len[size_t(b + 1)] * A : 0);
     }
     // gates += c_t W_ic^T (the context half of the input projection)
-    apply_all(ic_lin, B, ctx, Dv, g, G, true);
+    detail::apply_all(ic_lin, B, ctx, Dv, g, G, true);
     float* st = out.states.data() + t * B * Hd;
     float* nx = t + 1 < T ? sv.sprev.data() + (t + 1) * B * Hd : st;
-    gru_step_forward(d, t, sp, g, gh.data(), b_ih, b_hh, sv.ghn.data(), st, nx);
+    detail::CellForward f;
+    f.cell = CellType::Gru, f.B = B, f.Hd = Hd;
+    f.gates = g, f.gh = gh.data(), f.b_ih = b_ih.data(), f.b_hh = b_hh.data();
+    f.h_prev = sp, f.ghn = sv.ghn.data() + t * B * Hd, f.h = st, f.h_copy = nx;
+    detail::cell_forward(f);
   }
 }
 
@@ -160,27 +129,18 @@ struct BackwardStep {
   const BackwardInputs& in;
   const nn::StepLinear &hh_t, &ic_t, &q_t;
   Tensor dh, dgx, dgh, dkeys, dvalues, dqp, dv_part, da, dc, zero_row;
-  std::vector<const float*> dy_rows;
 
   void gru(int64_t t, const float* dS) {
     const Dims& d = in.d;
     const int64_t B = d.B, Hd = d.Hd, G = d.G;
-    for (int64_t b = 0; b < B; ++b) dy_rows[size_t(b)] = dS ? dS + (t * B + b) * Hd : zero_row.data();
     // s_t = GRU(x_t, s_{t-1}): gate gradients; dh <- (dh + dS_t) z
-    const bool par_gate = B > 1 && B * Hd * 8 > kParallelGrain;
-    const int64_t chunk = par_gate ? (B + omp_get_max_threads() - 1) / omp_get_max_threads() : B;
-#pragma omp parallel for schedule(static) if (par_gate)
-    for (int64_t r0 = 0; r0 < B; r0 += chunk) {
-      rnn_kernels::GruBackward a;
-      a.n = std::min(chunk, B - r0), a.hidden = Hd, a.k_begin = 0, a.k_end = Hd;
-      a.gates = in.sv.gates.data() + (t * B + r0) * G;
-      a.ghn = in.sv.ghn.data() + (t * B + r0) * Hd;
-      a.h_prev = in.sv.sprev.data() + (t * B + r0) * Hd;
-      a.dy_rows = dy_rows.data() + r0;
-      a.dh = dh.data() + r0 * Hd;
-      a.dgx = dgx.data() + (t * B + r0) * G, a.dgh = dgh.data() + (t * B + r0) * G;
-      rnn_kernels::gru_backward(a);
-    }
+    detail::CellBackward cb;
+    cb.cell = CellType::Gru, cb.B = B, cb.Hd = Hd;
+    cb.gates = in.sv.gates.data() + t * B * G, cb.ghn = in.sv.ghn.data() + t * B * Hd;
+    cb.h_prev = in.sv.sprev.data() + t * B * Hd;
+    cb.dy = dS ? dS + t * B * Hd : nullptr, cb.zero_row = zero_row.data();
+    cb.dh = dh.data(), cb.dgx = dgx.data() + t * B * G, cb.dgh = dgh.data() + t * B * G;
+    detail::cell_backward(cb);
   }
 
   void attention(int64_t t) {
@@ -211,13 +171,13 @@ struct BackwardStep {
     const int64_t B = d.B, A = d.A, Dv = d.Dv, Hd = d.Hd, G = d.G;
     gru(t, dS);
     // gh = s W_hh^T  =>  ds_{t-1} += dgh W_hh
-    apply_all(hh_t, B, dgh.data() + t * B * G, G, dh.data(), Hd, true);
+    detail::apply_all(hh_t, B, dgh.data() + t * B * G, G, dh.data(), Hd, true);
     // x_t = [emb_t; c_t], gates_x = x_t W_ih^T  =>  dc_t = dgx W_ic (+ the output's own gradient)
-    apply_all(ic_t, B, dgx.data() + t * B * G, G, dc.data(), Dv, false);
+    detail::apply_all(ic_t, B, dgx.data() + t * B * G, G, dc.data(), Dv, false);
     if (dC.defined()) kernels::add_inplace(dc, dC.narrow0(t, 1).view({B, Dv}));
     attention(t);
     // qp = s_{t-1} W1^T  =>  ds_{t-1} += dqp W1
-    apply_all(q_t, B, dqp.data() + t * B * A, A, dh.data(), Hd, true);
+    detail::apply_all(q_t, B, dqp.data() + t * B * A, A, dh.data(), Hd, true);
   }
 };
 
@@ -225,8 +185,8 @@ std::vector<Tensor> backward(const BackwardInputs& in, const std::vector<Tensor>
   const Dims& d = in.d;
   const int64_t T = d.T, B = d.B, E = d.E, S = d.S, A = d.A, Dv = d.Dv, Hd = d.Hd, G = d.G, In = d.In;
   // per-step products with weights packed once (as in the forward): x W = x (W^T)^T
-  const nn::StepLinear hh_t(detail::columns(in.w_hh, 0, Hd, true), true),
-      ic_t(detail::columns(in.w_ih, E, Dv, true), true), q_t(detail::columns(in.W1, 0, Hd, true), true);
+  const nn::StepLinear hh_t = nn::StepLinear::columns_of(in.w_hh, 0, Hd),
+                      ic_t = nn::StepLinear::columns_of(in.w_ih, E, Dv), q_t = nn::StepLinear::columns_of(in.W1, 0, Hd);
   const int threads = omp_get_max_threads();
   BackwardStep step{in,
                     hh_t,
@@ -241,8 +201,7 @@ std::vector<Tensor> backward(const BackwardInputs& in, const std::vector<Tensor>
                     Tensor::zeros({int64_t(threads), A}),
                     Tensor::empty({int64_t(threads), S}),
                     Tensor::empty({B, Dv}),
-                    Tensor::zeros({Hd}),
-                    std::vector<const float*>(static_cast<size_t>(B))};
+                    Tensor::zeros({Hd})};
   const float* dS = douts[0].defined() ? douts[0].data() : nullptr;  // [T, B, Hd]
   for (int64_t t = T - 1; t >= 0; --t) step.run(t, dS, douts[1]);
   // weight gradients: one GEMM each over all T * B rows

@@ -8,12 +8,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 #include <stdexcept>
 #include <string>
 
 #include "attn/models/model_parts.h"
 #include "attn/models/rnnsearch_kernels.h"
+#include "attn/models/step_logits.h"
 #include "attn/nn/rnn_kernels.h"
 #include "attn/nn/step_linear.h"
 #include "attn/tensor/kernels.h"
@@ -25,11 +25,6 @@ namespace {
 // A step goes parallel from this many multiply-adds on (all rows together):
 // below it one thread finishes before a second one would have woken up.
 constexpr int64_t kParallelMacs = int64_t(1) << 17;
-
-// Logits are reduced (max, sum of exp, top-k candidates) per tile of this many
-// 32-column units: wide enough to amortise the horizontal reductions, small
-// enough (12 rows x 128 floats) for L1.
-constexpr int64_t kTileUnits = 4;
 
 struct RnnSearchPrepared final : PreparedDecoder {
   int64_t V, E, A, Hd, G, Dv, R;
@@ -71,8 +66,6 @@ private:
   void context_products(const StepCall& c);
   void gru_rows(const StepCall& c);
   void readout(const StepCall& c);
-  void logits_tiles(const StepCall& c, int thread);
-  void merge_top(const StepCall& c, int thread, int threads);
 
   std::shared_ptr<const RnnSearchPrepared> p_;
   Tensor keys_, values_;
@@ -85,14 +78,8 @@ private:
   Tensor ctx_;                     // folded: [sum_b len_b, G + R] = values W_ctx^T, the sentences' valid rows
   std::vector<int64_t> ctx_row_;   // [B] sentence b's first row in ctx_
   Tensor xo_, xe_, qp_, gh_, gx_, t_, weights_;  // xe_: embeddings (unfolded only)
-  int64_t tiles_ = 0;           // logits tiles per row: kTileUnits units of W_y each
-  Tensor part_max_, part_sum_;  // [rows, tiles_]: max and sum exp(logit - max) of each tile
   std::vector<float*> y_rows_, next_rows_;
-  // per thread and row: the k best logits of the thread's tiles; per thread: a merge buffer
-  std::vector<int> top_tok_, merge_tok_;
-  std::vector<int64_t> merge_ord_;
-  std::vector<float> top_val_, merge_val_;
-  std::vector<int64_t> top_n_;
+  detail::StepLogits logits_;  // the vocabulary projection's tiles and top k
   StepTop out_;
 };
 
@@ -168,7 +155,8 @@ namespace {
 
 RnnSearchStepDecoder::RnnSearchStepDecoder(std::shared_ptr<const RnnSearchPrepared> p, const EncoderMemory& m,
                                            int64_t max_rows, ContextProducts context)
-    : p_(std::move(p)), keys_(m.keys), values_(m.values) {
+    : p_(std::move(p)), keys_(m.keys), values_(m.values),
+      logits_(&p_->y, p_->b_y.defined() ? p_->b_y.data() : nullptr) {
   V_ = p_->V, E_ = p_->E, A_ = p_->A, Hd_ = p_->Hd, G_ = p_->G, Dv_ = p_->Dv, R_ = p_->R;
   const bool ok = keys_.defined() && values_.defined() && keys_.dim() == 3 && values_.dim() == 3 &&
                   fits(keys_, {keys_.size(0), keys_.size(1), A_}) &&
@@ -183,7 +171,6 @@ RnnSearchStepDecoder::RnnSearchStepDecoder(std::shared_ptr<const RnnSearchPrepar
   ctx_folded_ = context == ContextProducts::Folded || (context == ContextProducts::Auto && 2 * S_ <= Dv_);
   macs_per_row_ = A_ * Hd_ + G_ * Hd_ + R_ * Hd_ + V_ * R_ + S_ * A_ + (ctx_folded_ ? S_ : Dv_) * (G_ + R_) +
                   (ctx_folded_ ? 0 : S_ * Dv_) + (p_->folded ? 0 : E_ * (G_ + R_));
-  tiles_ = (p_->y.units() + kTileUnits - 1) / kTileUnits;
   if (ctx_folded_) fold_context(m);
   reserve(std::max<int64_t>(1, max_rows));
 }
@@ -214,8 +201,6 @@ void RnnSearchStepDecoder::reserve(int64_t rows) {
   gx_ = Tensor::empty({rows, G_});
   t_ = Tensor::empty({rows, R_});
   weights_ = Tensor::empty({rows, S_});
-  part_max_ = Tensor::empty({rows, tiles_});
-  part_sum_ = Tensor::empty({rows, tiles_});
   y_rows_.resize(size_t(rows));
   next_rows_.resize(size_t(rows));
 }
@@ -227,15 +212,7 @@ void RnnSearchStepDecoder::check(const std::vector<int64_t>& rows, const Decoder
       state.tensors[0].size(0) != N || state.tensors[0].size(1) != Hd_ || int64_t(prev.size()) != N)
     throw std::invalid_argument("rnnsearch decoder step: expects state {s [N, Hd]} and prev [N] for N = " +
                                 std::to_string(N) + " rows");
-  if (k < 1 || k > V_) throw std::invalid_argument("rnnsearch decoder step: k " + std::to_string(k) + " outside [1, V]");
-  for (int64_t i = 0; i < N; ++i) {
-    if (rows[size_t(i)] < 0 || rows[size_t(i)] >= B_)
-      throw std::invalid_argument("rnnsearch decoder step: row of sentence " + std::to_string(rows[size_t(i)]) +
-                                  " outside [0, " + std::to_string(B_) + ")");
-    if (prev[size_t(i)] < 0 || prev[size_t(i)] >= V_)
-      throw std::invalid_argument("rnnsearch decoder step: token " + std::to_string(prev[size_t(i)]) +
-                                  " outside [0, " + std::to_string(V_) + ")");
-  }
+  detail::check_step_rows("rnnsearch", rows, prev, k, B_, V_);
 }
 
 // 1a. gx and t start from the previous token's table rows (unfolded: from the
@@ -350,68 +327,6 @@ void RnnSearchStepDecoder::readout(const StepCall& c) {
   }
 }
 
-// 6. logits = t W_y^T + b_y, tile by tile (rows x 128 logits, in L1): each tile's max and
-// sum exp(logit - max), and this thread's running k best logits of each row. The [N, V]
-// logits are never stored; the tiles are fixed (not per thread), so the result does
-// not depend on the thread count.
-void RnnSearchStepDecoder::logits_tiles(const StepCall& c, int thread) {
-  constexpr int64_t kTileRows = 12, kTileCols = kTileUnits * nn::StepLinear::kUnit;
-  const nn::StepLinear& y = p_->y;
-  const int64_t N = c.N, k = c.k, R = R_, V = V_, U = y.units(), T = tiles_;
-  const float* b_y = p_->b_y.defined() ? p_->b_y.data() : nullptr;
-  alignas(64) float tile[kTileRows * kTileCols];
-  int* ttok = top_tok_.data() + int64_t(thread) * N * k;
-  float* tval = top_val_.data() + int64_t(thread) * N * k;
-  int64_t* tn = top_n_.data() + int64_t(thread) * N;
-  std::fill(tn, tn + N, int64_t(0));
-  // a thread's tiles arrive in increasing order, so its lists see tokens in increasing order
-#pragma omp for schedule(dynamic, 1)
-  for (int64_t g = 0; g < T; ++g) {
-    const int64_t u0 = g * kTileUnits, u1 = std::min(U, u0 + kTileUnits);
-    const int64_t o0 = u0 * nn::StepLinear::kUnit, cols = std::min(V, u1 * nn::StepLinear::kUnit) - o0;
-    for (int64_t i0 = 0; i0 < N; i0 += kTileRows) {
-      const int64_t m = std::min(kTileRows, N - i0);
-      for (int64_t u = u0; u < u1; ++u)
-        y.apply_unit(m, t_.data() + i0 * R, R, u, tile + (u - u0) * nn::StepLinear::kUnit, kTileCols);
-      rnnsearch_kernels::LogitsTile lt;
-      lt.x = tile, lt.ld = kTileCols, lt.m = m, lt.cols = cols, lt.first_token = int(o0);
-      lt.bias = b_y ? b_y + o0 : nullptr;
-      lt.tile_max = part_max_.data() + i0 * T + g, lt.tile_sum = part_sum_.data() + i0 * T + g, lt.stats_ld = T;
-      lt.tokens = ttok + i0 * k, lt.values = tval + i0 * k, lt.n = tn + i0, lt.k = k;
-      rnnsearch_kernels::logits_tile(lt);
-    }
-  }
-}
-
-// 7. each row: lse from its tiles (in tile order); the k best of the threads' lists,
-// merged by (logit descending, token ascending): the exact top k whichever thread saw
-// which tile; log p = logit - lse
-void RnnSearchStepDecoder::merge_top(const StepCall& c, int thread, int threads) {
-  const int64_t N = c.N, k = c.k, T = tiles_;
-  int* mtok = merge_tok_.data() + int64_t(thread) * threads * k;
-  float* mval = merge_val_.data() + int64_t(thread) * threads * k;
-  int64_t* order = merge_ord_.data() + int64_t(thread) * threads * k;
-#pragma omp for schedule(dynamic, 4)
-  for (int64_t i = 0; i < N; ++i) {
-    const float lse = rnnsearch_kernels::lse_of_tiles(part_max_.data() + i * T, part_sum_.data() + i * T, T);
-    int64_t n_all = 0;
-    for (int th = 0; th < threads; ++th) {
-      const int64_t n = top_n_[size_t(th * N + i)];
-      const int* tk = top_tok_.data() + (int64_t(th) * N + i) * k;
-      const float* tv = top_val_.data() + (int64_t(th) * N + i) * k;
-      for (int64_t j = 0; j < n; ++j, ++n_all) mtok[n_all] = tk[j], mval[n_all] = tv[j];
-    }
-    std::iota(order, order + n_all, int64_t(0));
-    std::sort(order, order + n_all, [&](int64_t p, int64_t q) {
-      return mval[p] != mval[q] ? mval[p] > mval[q] : mtok[p] < mtok[q];
-    });
-    for (int64_t j = 0; j < k; ++j) {
-      out_.tokens[size_t(i * k + j)] = mtok[order[j]];
-      out_.log_probs[size_t(i * k + j)] = mval[order[j]] - lse;
-    }
-  }
-}
-
 const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, const DecoderState& state,
                                           const std::vector<int>& prev, int64_t k) {
   check(rows, state, prev, k);
@@ -424,17 +339,8 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
     y_rows_[size_t(i)] = xo_.data() + i * Xo_;       // s' is the first part of the readout input ...
     next_rows_[size_t(i)] = s_new.data() + i * Hd_;  // ... and the next state
   }
-  out_.k = k;
-  out_.tokens.resize(size_t(N * k));
-  out_.log_probs.resize(size_t(N * k));
   c.par = num_threads() > 1 && N * macs_per_row_ >= kParallelMacs;
-  const int64_t max_threads = c.par ? num_threads() : 1;
-  top_tok_.resize(size_t(max_threads * N * k));
-  top_val_.resize(size_t(max_threads * N * k));
-  top_n_.resize(size_t(max_threads * N));
-  merge_tok_.resize(size_t(max_threads * max_threads * k));
-  merge_val_.resize(size_t(max_threads * max_threads * k));
-  merge_ord_.resize(size_t(max_threads * max_threads * k));
+  logits_.begin(N, k, c.par ? num_threads() : 1, out_);
   // Work is handed out in small chunks (schedule dynamic), so that a thread that
   // shares its core with another process takes fewer chunks instead of holding
   // up the barrier (statically split, such a step ran 1.6x slower on 2 threads
@@ -447,8 +353,8 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
     if (!ctx_folded_) context_products(c);
     gru_rows(c);
     readout(c);
-    logits_tiles(c, omp_get_thread_num());
-    merge_top(c, omp_get_thread_num(), omp_get_num_threads());
+    logits_.tiles(t_.data(), R_, omp_get_thread_num());  // 6. logits = t W_y^T + b_y, and the top k
+    logits_.merge(omp_get_thread_num(), omp_get_num_threads(), out_);
   }
   out_.weights = weights_.narrow0(0, N);
   out_.state.tensors = {s_new};

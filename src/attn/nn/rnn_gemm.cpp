@@ -49,14 +49,15 @@ PackedWeight pack_transposed(const float* w, int64_t K, int64_t groups, int64_t 
   return p;
 }
 
-PackedWeight pack(const float* w, int64_t K, int64_t width) {
+PackedWeight pack(const float* w, int64_t K, int64_t width, int64_t ld) {
   PackedWeight p = make(K, 1, width);
+  if (ld == 0) ld = width;
 #pragma omp parallel for if (width * K > (int64_t(1) << 16))
   for (int64_t blk = 0; blk < p.blocks; ++blk) {
     float* dst = const_cast<float*>(p.panel(0, blk));
     const int64_t c0 = blk * kPanel, cols = std::min(kPanel, width - c0);
     for (int64_t k = 0; k < K; ++k) {
-      std::memcpy(dst + k * kPanel, w + k * width + c0, size_t(cols) * sizeof(float));
+      std::memcpy(dst + k * kPanel, w + k * ld + c0, size_t(cols) * sizeof(float));
       std::memset(dst + k * kPanel + cols, 0, size_t(kPanel - cols) * sizeof(float));
     }
   }

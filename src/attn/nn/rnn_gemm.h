@@ -30,8 +30,9 @@ struct PackedWeight {
 
 // B = W^T for W [groups * width, K] row-major (forward: W_hh [G*H, H], K = H).
 PackedWeight pack_transposed(const float* w, int64_t K, int64_t groups, int64_t width);
-// B = W for W [K, width] row-major, one group (backward: W_hh [G*H, H], K = G*H).
-PackedWeight pack(const float* w, int64_t K, int64_t width);
+// B = W for W [K, width] row-major with row stride ld (0: width), one group
+// (backward: W_hh [G*H, H], K = G*H; or a block of columns of a wider weight).
+PackedWeight pack(const float* w, int64_t K, int64_t width, int64_t ld = 0);
 
 // C[i, g*width + k] = (C[i, g*width + k] if accumulate) + sum_j A[i, j] B[j, g*width + k]
 // for rows i < m, every group g, and the columns k in [k0, k1) of each group.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 #include "attn/nn/rows_gemm.h"
 
@@ -13,6 +14,16 @@ StepLinear::StepLinear(const Tensor& weight, bool packed) {
   weight_ = weight.detach();
   out_ = weight.size(0), K_ = weight.size(1);
   if (packed) packed_ = rnn_gemm::pack_transposed(weight_.data(), K_, 1, out_);
+}
+
+StepLinear StepLinear::columns_of(const Tensor& w, int64_t c0, int64_t cols) {
+  if (!w.defined() || w.dim() != 2 || c0 < 0 || cols < 1 || c0 + cols > w.size(1))
+    throw std::invalid_argument("StepLinear::columns_of: columns [" + std::to_string(c0) + ", " +
+                                std::to_string(c0 + cols) + ") of " + shape_str(w));
+  StepLinear s;
+  s.out_ = cols, s.K_ = w.size(0);
+  s.packed_ = rnn_gemm::pack(w.data() + c0, s.K_, cols, w.size(1));
+  return s;
 }
 
 void StepLinear::apply(int64_t m, const float* a, int64_t lda, int64_t u0, int64_t u1, float* c, int64_t ldc,

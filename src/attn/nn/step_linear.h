@@ -27,6 +27,9 @@ public:
   // weight [out, K], row-major; it is read at every product (unpacked) or copied
   // now (packed), so it must stay alive and unchanged while this object is used.
   StepLinear(const Tensor& weight, bool packed);
+  // The products x W[:, c0:c0+cols] (x [m, rows of W]) of a backward pass, packed
+  // straight from w [rows, ld] without transposing a copy first.
+  static StepLinear columns_of(const Tensor& w, int64_t c0, int64_t cols);
 
   int64_t out() const { return out_; }
   int64_t in() const { return K_; }

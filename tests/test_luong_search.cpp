@@ -1,0 +1,145 @@
+// The fused Luong search step (models/luong_search.h) against Luong::step()
+// on the memory rows it selects, for every cell, score and window, one and two
+// layers, both weight layouts, one and two threads: the tokens are the k best
+// of step()'s log-probabilities, and the weights and every state tensor agree.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <string>
+
+#include "attn/decode/search.h"
+#include "attn/models/luong.h"
+#include "attn/models/luong_search.h"
+#include "attn/tensor/threading.h"
+#include "tiny_models.h"
+
+namespace attn::testing {
+namespace {
+
+std::vector<LuongVariant> search_variants() {
+  std::vector<LuongVariant> v = luong_variants(false);
+  for (LuongVariant& x : v) x.config.tgt_vocab = 301;  // several logits tiles
+  return v;
+}
+
+class LuongSearchStep : public ::testing::TestWithParam<LuongVariant> {};
+
+TEST_P(LuongSearchStep, MatchesStep) {
+  const models::ModelConfig& c = GetParam().config;
+  NoGradGuard no_grad;
+  Rng init(9);
+  auto model = models::make_model(c, init, 9);
+  model->train(false);
+  const data::Seq2SeqBatch b = tiny_batch(c.src_vocab, c.tgt_vocab);  // lengths 4, 2, 3
+  models::Encoded e = model->encode(b.src, b.src_lengths);
+  const std::vector<int64_t> rows = {2, 2, 0, 1, 1, 1, 0};  // beams of sentences, any order
+  const int64_t N = int64_t(rows.size()), V = c.tgt_vocab, S = b.src.size(1), k = 4;
+  // a state three steps in (local-m's window moves; local-m past the short sentence: empty)
+  models::DecoderState state = models::select_rows(e.state, rows);
+  Rng rng(10);
+  Tensor ids = Tensor::empty({N});
+  std::vector<int> prev(static_cast<size_t>(N));
+  for (int s = 0; s < 4; ++s) {
+    for (int64_t i = 0; i < N; ++i) ids.data()[i] = float(prev[size_t(i)] = int(rng.below(uint64_t(V))));
+    if (s == 3) break;
+    state = model->step(models::select_rows(e.memory, rows), state, ids).state;
+  }
+  models::StepOutput ref = model->step(models::select_rows(e.memory, rows), state, ids);
+  for (int threads : {1, 2})
+    for (int64_t max_rows : {N, models::kPackRows}) {  // row-major and packed weights
+      set_num_threads(threads);
+      SCOPED_TRACE("threads " + std::to_string(threads) + ", max_rows " + std::to_string(max_rows));
+      auto dec = model->decoder(e.memory, max_rows);
+      const models::StepTop& out = dec->step(rows, state, prev, k);
+      ASSERT_EQ(int64_t(out.tokens.size()), N * k);
+      for (int64_t i = 0; i < N; ++i) {
+        const float* lp = ref.log_probs.data() + i * V;
+        std::vector<float> sorted(lp, lp + V);
+        std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+        for (int64_t j = 0; j < k; ++j) {
+          const float got = out.log_probs[size_t(i * k + j)];
+          EXPECT_NEAR(got, lp[out.tokens[size_t(i * k + j)]], 1e-5) << "row " << i << " rank " << j;
+          EXPECT_NEAR(got, sorted[size_t(j)], 1e-5) << "row " << i << " rank " << j;  // no better token missed
+        }
+        for (int64_t j = 0; j < S; ++j)
+          EXPECT_NEAR(out.weights.data()[i * S + j], ref.weights.data()[i * S + j], 1e-5) << i << "," << j;
+      }
+      ASSERT_EQ(out.state.tensors.size(), ref.state.tensors.size());
+      for (size_t t = 0; t < ref.state.tensors.size(); ++t) {
+        const Tensor &x = out.state.tensors[t], &y = ref.state.tensors[t];
+        ASSERT_EQ(x.shape(), y.shape()) << "state tensor " << t;
+        for (int64_t i = 0; i < x.numel(); ++i) EXPECT_NEAR(x.data()[i], y.data()[i], 1e-5) << "state " << t << "[" << i << "]";
+      }
+    }
+  set_num_threads(0);
+}
+
+// Greedy and beam search through the fused step: beam 1 equals greedy bit for
+// bit, and every hypothesis' score is the sum of step()'s log-probabilities of its tokens.
+TEST_P(LuongSearchStep, SearchesScoreTheirTokensAsStepDoes) {
+  const models::ModelConfig& c = GetParam().config;
+  Rng init(12);
+  auto model = models::make_model(c, init, 12);
+  model->train(false);
+  const data::Seq2SeqBatch b = tiny_batch(c.src_vocab, c.tgt_vocab);
+  decode::SearchOptions o;
+  o.length_penalty = 0.0;
+  o.max_len_ratio = 0.0, o.max_len_offset = 6;
+  auto g = decode::greedy_search(*model, b.src, b.src_lengths, o);
+  auto b1 = decode::beam_search(*model, b.src, b.src_lengths, o);
+  NoGradGuard no_grad;
+  for (size_t s = 0; s < g.size(); ++s) {
+    const auto &x = g[s].hypotheses[0], &y = b1[s].hypotheses[0];
+    EXPECT_EQ(x.tokens, y.tokens) << s;
+    EXPECT_EQ(x.log_prob, y.log_prob) << s;
+    // rescore the greedy tokens with step()
+    Tensor one = Tensor::from(std::vector<float>(b.src.data() + int64_t(s) * b.src.size(1),
+                                                 b.src.data() + int64_t(s + 1) * b.src.size(1)),
+                              {1, b.src.size(1)});
+    models::Encoded e = model->encode(one, {b.src_lengths[s]});
+    models::DecoderState st = e.state;
+    double total = 0;
+    int prev = data::SpecialIds{}.bos;
+    for (int tok : x.tokens) {
+      models::StepOutput out = model->step(e.memory, st, Tensor::from({float(prev)}, {1}));
+      total += out.log_probs.data()[tok];
+      st = out.state;
+      prev = tok;
+    }
+    if (x.finished) {
+      models::StepOutput out = model->step(e.memory, st, Tensor::from({float(prev)}, {1}));
+      total += out.log_probs.data()[data::SpecialIds{}.eos];
+    }
+    EXPECT_NEAR(x.log_prob, total, 1e-4) << s;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(All, LuongSearchStep, ::testing::ValuesIn(search_variants()),
+                         [](const ::testing::TestParamInfo<LuongVariant>& i) { return i.param.name; });
+
+TEST(LuongSearchStep, RejectsBadInput) {
+  models::ModelConfig c = tiny(models::ModelType::Luong);
+  Rng init(1);
+  auto model = models::make_model(c, init, 1);
+  EXPECT_THROW(model->decoder(model->encode(tiny_batch(11, 13).src, {4, 2, 3}).memory, 3), std::logic_error);
+  model->train(false);
+  NoGradGuard no_grad;
+  const data::Seq2SeqBatch b = tiny_batch(c.src_vocab, c.tgt_vocab);
+  models::Encoded e = model->encode(b.src, b.src_lengths);
+  auto dec = model->decoder(e.memory, 3);
+  EXPECT_THROW(dec->step({0, 1, 2}, e.state, {1, 1}, 1), std::invalid_argument);     // prev of 2 rows
+  EXPECT_THROW(dec->step({0, 1, 5}, e.state, {1, 1, 1}, 1), std::invalid_argument);  // no sentence 5
+  EXPECT_THROW(dec->step({0, 1, 2}, e.state, {1, 1, 13}, 1), std::invalid_argument); // token beyond V
+  EXPECT_THROW(dec->step({0, 1, 2}, e.state, {1, 1, 1}, 14), std::invalid_argument); // k beyond V
+  models::DecoderState short_state = e.state;
+  short_state.tensors.pop_back();
+  EXPECT_THROW(dec->step({0, 1, 2}, short_state, {1, 1, 1}, 1), std::invalid_argument);
+  Rng r(2);
+  auto other = models::make_model(tiny(models::ModelType::RnnSearch), r, 2);
+  other->train(false);
+  EXPECT_THROW(model->decoder(e.memory, 3, other->prepare_decoder(3)), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace attn::testing
