@@ -1,9 +1,10 @@
 // The pieces every fused decoder loop shares (rnnsearch_decoder.cpp,
 // luong_decoder.cpp): one step of a GRU or LSTM layer over the B rows of a
 // batch, forward and backward, with its rows split across threads, and the
-// per-step products through weights packed once (nn::StepLinear). A model's
-// fused loop plugs its cell into these and its score into its own attention
-// row kernels; the order of cell and attention is the model's.
+// per-step products through weights packed once (nn::StepLinear). The fused
+// training loops stack them in decoder_loop.h's CellStack; the fused search
+// steps (rnnsearch_search.cpp, luong_search.cpp) call them in their own
+// parallel region.
 //
 // Legend: B rows (sentences), Hd hidden size, G = 3 Hd (GRU: r, z, n) or
 // 4 Hd (LSTM: i, f, g, o), as PyTorch lays out the gate blocks (nn/rnn_kernels.h).

@@ -1,7 +1,7 @@
 // The fused Luong decoder loop: shape checks and the forward (see the header);
-// the backward is luong_decoder_backward.cpp. The cells are decoder_cell.h's
-// (shared with rnnsearch's loop), the attention rows luong_kernels.h's (dot,
-// general) and rnnsearch_kernels.h's additive rows (concat).
+// the backward is luong_decoder_backward.cpp. The loop and its cells are
+// decoder_loop.h's (shared with rnnsearch's loop), the attention rows
+// luong_kernels.h's (dot, general) and rnnsearch_kernels.h's additive rows (concat).
 #include "attn/models/luong_decoder.h"
 
 #include <omp.h>
@@ -74,61 +74,32 @@ LuongDims check_shapes(const LuongLoopInputs& in, const LuongLoopWeights& w) {
   return d;
 }
 
-// The forward loop's weights laid out once per batch, and its buffers.
+// Luong's wiring of the decoder loop's forward (decoder_loop.h): after the
+// cells, attention on h_t and h̃_t; layer 0's extra input is h̃_{t-1}.
 struct Forward {
   const LuongDims d;
   const LuongLoopInputs& in;
   const LuongLoopWeights& w;
   const std::vector<int64_t>& len;
   LuongSaved& sv;
-  std::vector<nn::StepLinear> ih, hh;  // ih[0]: the h̃ columns of layer 0's W_ih
-  std::vector<Tensor> b_ih, b_hh, w_feed;
   nn::StepLinear q_lin, wp_lin, wcc, wch;
-  Tensor gh, w_cc, w_ch, scratch;  // scratch [threads, S]: local-p's weights a g of a row
+  Tensor w_cc, w_ch, scratch;  // scratch [threads, S]: local-p's weights a g of a row
 
   Forward(const LuongDims& dims, const LuongLoopInputs& i, const LuongLoopWeights& ww,
           const std::vector<int64_t>& lens, LuongSaved& s)
-      : d(dims), in(i), w(ww), len(lens), sv(s), gh(Tensor::empty({dims.B, dims.G})),
-        scratch(Tensor::empty({int64_t(omp_get_max_threads()), dims.S})) {
-    w_feed.push_back(detail::columns(w.layers[0].weight_ih, d.E, d.Hd));  // kept alive: StepLinear reads it
-    for (int64_t l = 0; l < d.L; ++l) {
-      const RnnWeights& r = w.layers[size_t(l)];
-      ih.emplace_back(l == 0 ? w_feed[0] : r.weight_ih, true);
-      hh.emplace_back(r.weight_hh, true);
-      b_ih.push_back(or_zeros(r.bias_ih, {d.G}));
-      b_hh.push_back(or_zeros(r.bias_hh, {d.G}));
-    }
+      : d(dims), in(i), w(ww), len(lens), sv(s), scratch(Tensor::empty({int64_t(omp_get_max_threads()), dims.S})) {
     if (w.score == LuongScore::Concat) q_lin = nn::StepLinear(w.concat_q, true);
     if (w.window == LuongWindow::LocalP) wp_lin = nn::StepLinear(w.local_wp, true);
     w_cc = detail::columns(w.combine, 0, d.Dv), w_ch = detail::columns(w.combine, d.Dv, d.Hd);
     wcc = nn::StepLinear(w_cc, true), wch = nn::StepLinear(w_ch, true);
   }
 
-  void layer(int64_t t, int64_t l) {
-    const int64_t B = d.B, Hd = d.Hd, G = d.G;
-    float* g = sv.gates[size_t(l)].data() + t * B * G;
-    if (l == 0) {  // g holds emb_t W_ie^T already; h̃_{-1} = 0
-      if (t > 0) detail::apply_all(ih[0], B, sv.out.data() + (t - 1) * B * Hd, Hd, g, G, true);
-    } else {  // x = h^{l-1}_t * m^l_t
-      float* x = sv.X[size_t(l)].data() + t * B * Hd;
-      const float* below = sv.H[size_t(l - 1)].data() + (t + 1) * B * Hd;
-      const float* m = in.layer_masks.defined() ? in.layer_masks.data() + (t * (d.L - 1) + l - 1) * B * Hd : nullptr;
-      for (int64_t i = 0; i < B * Hd; ++i) x[i] = m ? below[i] * m[i] : below[i];
-      detail::apply_all(ih[size_t(l)], B, x, Hd, g, G, false);
-    }
-    float* H = sv.H[size_t(l)].data();
-    detail::apply_all(hh[size_t(l)], B, H + t * B * Hd, Hd, gh.data(), G, false);
-    detail::CellForward f;
-    f.cell = w.cell, f.B = B, f.Hd = Hd;
-    f.gates = g, f.gh = gh.data(), f.b_ih = b_ih[size_t(l)].data(), f.b_hh = b_hh[size_t(l)].data();
-    f.h_prev = H + t * B * Hd, f.h = H + (t + 1) * B * Hd;
-    if (w.cell == CellType::Lstm) {
-      f.c_prev = sv.C[size_t(l)].data() + t * B * Hd, f.c = sv.C[size_t(l)].data() + (t + 1) * B * Hd;
-      f.tanh_c = sv.aux[size_t(l)].data() + t * B * Hd;
-    } else {
-      f.ghn = sv.aux[size_t(l)].data() + t * B * Hd;
-    }
-    detail::cell_forward(f);
+  void before_cells(int64_t) {}
+  const float* extra(int64_t t) const { return t > 0 ? sv.out.data() + (t - 1) * d.B * d.Hd : nullptr; }
+  void after_cells(int64_t t) {
+    const float* h = sv.cells->top(t);
+    attend(t, h);
+    combine(t, h);
   }
 
   // local-p's p_t = length sigmoid(v_p^T tanh(W_p h_t)) of step t's rows
@@ -185,37 +156,11 @@ struct Forward {
     const float* f = in.feed_masks.defined() ? in.feed_masks.data() + t * B * Hd : nullptr;
     for (int64_t i = 0; i < B * Hd; ++i) o[i] = f ? ht[i] * f[i] : ht[i];
   }
-
-  void run() {
-    const int64_t T = d.T, B = d.B, E = d.E, Hd = d.Hd, G = d.G;
-    for (int64_t l = 0; l < d.L; ++l) {
-      std::memcpy(sv.H[size_t(l)].data(), in.h0[size_t(l)].data(), size_t(B * Hd) * sizeof(float));
-      if (w.cell == CellType::Lstm)
-        std::memcpy(sv.C[size_t(l)].data(), in.c0[size_t(l)].data(), size_t(B * Hd) * sizeof(float));
-    }
-    // the embedding half of layer 0's input projection for all steps: [T B, E] x [E, G]
-    if (T > 0)
-      kernels::gemm(false, true, T * B, G, E, 1.0f, in.emb.data(), E, w.layers[0].weight_ih.data(), E + Hd, 0.0f,
-                    sv.gates[0].data(), G);
-    for (int64_t t = 0; t < T; ++t) {
-      for (int64_t l = 0; l < d.L; ++l) layer(t, l);
-      const float* h = sv.H[size_t(d.L - 1)].data() + (t + 1) * B * Hd;
-      attend(t, h);
-      combine(t, h);
-    }
-  }
 };
 
 LuongSaved allocate(const LuongDims& d, CellType cell, LuongScore score, LuongWindow window) {
   const int64_t T = d.T, B = d.B, Hd = d.Hd;
   LuongSaved sv;
-  for (int64_t l = 0; l < d.L; ++l) {
-    sv.H.push_back(Tensor::empty({(T + 1) * B, Hd}));
-    if (cell == CellType::Lstm) sv.C.push_back(Tensor::empty({(T + 1) * B, Hd}));
-    sv.gates.push_back(Tensor::empty({T * B, d.G}));
-    sv.aux.push_back(Tensor::empty({T * B, Hd}));
-    sv.X.push_back(l == 0 ? Tensor() : Tensor::empty({T * B, Hd}));
-  }
   sv.htilde = Tensor::empty({T * B, Hd});
   sv.out = Tensor::empty({T, B, Hd});
   sv.a = Tensor::empty({T * B, d.S});
@@ -255,7 +200,11 @@ Tensor luong_decoder(const LuongLoopInputs& in, const LuongLoopWeights& w) {
   const LuongDims d = check_shapes(in, w);
   std::vector<int64_t> len = lengths_in_range("luong_decoder", "lengths", in.lengths, d.S);
   LuongSaved sv = allocate(d, w.cell, w.score, w.window);
-  Forward(d, in, w, len, sv).run();
+  const LuongLoopWeights wd = detached(w);
+  sv.cells = std::make_unique<detail::CellStack>(w.cell, wd.layers, d.T, d.B, d.E, d.Hd, in.layer_masks);
+  sv.cells->begin(in.emb, in.h0, in.c0);
+  Forward wiring(d, in, w, len, sv);
+  detail::run_decoder_forward(*sv.cells, wiring, d.T);
   Tensor out = sv.out;
   sv.out = out.detach();  // the backward's copy must not hold the node that holds it
   std::vector<Tensor> inputs = {in.emb, in.keys, in.values};
@@ -265,7 +214,7 @@ Tensor luong_decoder(const LuongLoopInputs& in, const LuongLoopWeights& w) {
     for (const Tensor& t : {r.weight_ih, r.weight_hh, r.bias_ih, r.bias_hh}) inputs.push_back(t);
   for (const Tensor& t : {w.concat_q, w.concat_v, w.local_wp, w.local_vp, w.combine}) inputs.push_back(t);
   auto saved = std::make_shared<detail::LuongBackwardInputs>(
-      detail::LuongBackwardInputs{d, std::move(len), detached(in), detached(w), std::move(sv)});
+      detail::LuongBackwardInputs{d, std::move(len), detached(in), wd, std::move(sv)});
   autograd::record("luong_decoder", inputs, out, [saved](const std::vector<Tensor>& douts) -> std::vector<Tensor> {
     return detail::luong_decoder_backward(*saved, douts[0]);
   });

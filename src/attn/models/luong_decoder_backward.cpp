@@ -1,6 +1,7 @@
-// The backward of the fused Luong decoder loop (luong_decoder.h): the steps in
-// reverse, each in the reverse order of the forward (h̃, attention, the
-// layers from the top), then every weight gradient as one GEMM over all T B rows.
+// The backward of the fused Luong decoder loop (luong_decoder.h): the shared
+// loop (decoder_loop.h) runs the steps in reverse, each in the reverse order of
+// the forward (h̃, attention, the layers from the top), then every weight
+// gradient is one GEMM over all T B rows.
 #include <omp.h>
 
 #include <cstring>
@@ -16,29 +17,20 @@
 namespace attn::models::detail {
 namespace {
 
+// Luong's wiring of the decoder loop's backward (decoder_loop.h): per step,
+// h̃ then the attention give d h_t for the cells; layer 0 gives d h̃_{t-1}.
 struct Backward {
   const LuongBackwardInputs& bi;
   const LuongDims& d;
   const LuongSaved& sv;
   const LuongLoopWeights& w;
   // the per-step products with transposed weights packed once: x W = x (W^T)^T
-  std::vector<nn::StepLinear> ih_t, hh_t;  // ih_t[0]: the h̃ columns of layer 0
   nn::StepLinear wcc_t, wch_t, q_t, wp_t;
-  std::vector<Tensor> dgx, dgh, dh, dc;  // dgx / dgh L x [T B, G] (LSTM: dgh unused); dh / dc L x [B, Hd] carries
-  Tensor dkeys, dvalues, dpre, dqp, du, dv_part, dvp_part, da, dctx, dy, dx, dfeed, zero_row;
+  Tensor dkeys, dvalues, dpre, dqp, du, dv_part, dvp_part, da, dctx, dy, dfeed;
 
   explicit Backward(const LuongBackwardInputs& in) : bi(in), d(in.d), sv(in.sv), w(in.w) {
-    const int64_t T = d.T, B = d.B, Hd = d.Hd, G = d.G, A = d.A;
+    const int64_t T = d.T, B = d.B, Hd = d.Hd, A = d.A;
     const int threads = omp_get_max_threads();
-    for (int64_t l = 0; l < d.L; ++l) {
-      const RnnWeights& r = w.layers[size_t(l)];
-      ih_t.push_back(nn::StepLinear::columns_of(r.weight_ih, l == 0 ? d.E : 0, Hd));
-      hh_t.push_back(nn::StepLinear::columns_of(r.weight_hh, 0, Hd));
-      dgx.push_back(Tensor::empty({T * B, G}));
-      dgh.push_back(w.cell == CellType::Gru ? Tensor::empty({T * B, G}) : Tensor());
-      dh.push_back(Tensor::zeros({B, Hd}));
-      dc.push_back(w.cell == CellType::Lstm ? Tensor::zeros({B, Hd}) : Tensor());
-    }
     wcc_t = nn::StepLinear::columns_of(w.combine, 0, d.Dv);
     wch_t = nn::StepLinear::columns_of(w.combine, d.Dv, Hd);
     if (w.score == LuongScore::Concat) {
@@ -54,9 +46,18 @@ struct Backward {
     dkeys = Tensor::zeros(bi.in.keys.shape()), dvalues = Tensor::zeros(bi.in.values.shape());
     dpre = Tensor::empty({T * B, Hd});
     da = Tensor::empty({threads, d.S});
-    dctx = Tensor::empty({B, d.Dv}), dy = Tensor::empty({B, Hd}), dx = Tensor::empty({B, Hd});
-    dfeed = Tensor::zeros({B, Hd}), zero_row = Tensor::zeros({Hd});
+    dctx = Tensor::empty({B, d.Dv}), dy = Tensor::empty({B, Hd});
+    dfeed = Tensor::zeros({B, Hd});
   }
+
+  const float* dout = nullptr;  // [T, B, Hd] d(loss)/d(h̃), or null
+  const float* after_cells_backward(int64_t t) {
+    combine(t, dout);
+    attention(t);
+    return dy.data();
+  }
+  float* dextra(int64_t t) { return t > 0 ? dfeed.data() : nullptr; }  // d h̃_{t-1}, carried to step t - 1
+  void before_cells_backward(int64_t) {}
 
   // h̃_t = tanh(pre) * f  =>  dpre = (dout_t + the carry from step t + 1) f (1 - tanh^2)
   void combine(int64_t t, const float* dout) {
@@ -91,7 +92,7 @@ struct Backward {
 
   void attention(int64_t t) {
     const int64_t B = d.B, S = d.S, K = d.K, Dv = d.Dv, Hd = d.Hd;
-    const float* H = sv.H[size_t(d.L - 1)].data() + (t + 1) * B * Hd;
+    const float* H = sv.cells->top(t);
     const bool par = B > 1 && B * S * (K + Dv) > kParallelGrain;
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t b = 0; b < B; ++b) {
@@ -123,75 +124,11 @@ struct Backward {
     if (w.window == LuongWindow::LocalP) apply_all(wp_t, B, du.data() + t * B * d.A, d.A, dy.data(), Hd, true);
   }
 
-  // layer l's step t, given dh_t^l's gradient from above (dy or dx)
-  void layer(int64_t t, int64_t l, const float* dabove) {
-    const int64_t B = d.B, Hd = d.Hd, G = d.G;
-    const bool lstm = w.cell == CellType::Lstm;
-    CellBackward cb;
-    cb.cell = w.cell, cb.B = B, cb.Hd = Hd;
-    cb.gates = sv.gates[size_t(l)].data() + t * B * G;
-    if (lstm) {
-      cb.c_prev = sv.C[size_t(l)].data() + t * B * Hd, cb.tanh_c = sv.aux[size_t(l)].data() + t * B * Hd;
-      cb.dc = dc[size_t(l)].data();
-    } else {
-      cb.ghn = sv.aux[size_t(l)].data() + t * B * Hd, cb.h_prev = sv.H[size_t(l)].data() + t * B * Hd;
-      cb.dgh = dgh[size_t(l)].data() + t * B * G;
-    }
-    cb.dy = dabove, cb.zero_row = zero_row.data();
-    cb.dh = dh[size_t(l)].data(), cb.dgx = dgx[size_t(l)].data() + t * B * G;
-    cell_backward(cb);
-    // h-side: GRU dh += dgh W_hh; LSTM dh = dgates W_hh
-    apply_all(hh_t[size_t(l)], B, lstm ? cb.dgx : cb.dgh, G, dh[size_t(l)].data(), Hd, !lstm);
-    if (l > 0) {  // x = h^{l-1}_t * m  =>  d h^{l-1}_t = (dgx W_ih) m
-      apply_all(ih_t[size_t(l)], B, cb.dgx, G, dx.data(), Hd, false);
-      if (bi.in.layer_masks.defined()) {
-        const float* m = bi.in.layer_masks.data() + (t * (d.L - 1) + l - 1) * B * Hd;
-        for (int64_t i = 0; i < B * Hd; ++i) dx.data()[i] *= m[i];
-      }
-    } else if (t > 0) {  // layer 0 reads h̃_{t-1}: its gradient, carried to step t - 1
-      apply_all(ih_t[0], B, cb.dgx, G, dfeed.data(), Hd, false);
-    }
-  }
-
-  void step(int64_t t, const float* dout) {
-    combine(t, dout);
-    attention(t);
-    for (int64_t l = d.L - 1; l >= 0; --l) layer(t, l, l == d.L - 1 ? dy.data() : dx.data());
-  }
-
-  // dW = dG^T X over rows [0, n) into the columns [c0, c0 + cols) of dW [M, ld]
-  static void weight_grad(Tensor& dW, int64_t c0, const float* dG, int64_t M, const float* X, int64_t cols,
-                          int64_t n) {
-    const int64_t ld = dW.size(1);
-    if (n == 0) {
-      for (int64_t i = 0; i < M; ++i) std::memset(dW.data() + i * ld + c0, 0, size_t(cols) * sizeof(float));
-      return;
-    }
-    kernels::gemm(true, false, M, cols, n, 1.0f, dG, M, X, cols, 0.0f, dW.data() + c0, ld);
-  }
-
-  std::vector<Tensor> weight_grads(Tensor& demb) {
-    const int64_t TB = d.T * d.B, B = d.B, E = d.E, Hd = d.Hd, G = d.G, A = d.A;
+  // the attention's and W_c's weight gradients, after the loop
+  std::vector<Tensor> weight_grads() {
+    const int64_t TB = d.T * d.B, Hd = d.Hd, A = d.A;
     std::vector<Tensor> g;
-    for (int64_t l = 0; l < d.L; ++l) {
-      const RnnWeights& r = w.layers[size_t(l)];
-      const Tensor& gx = dgx[size_t(l)];
-      const Tensor& gh = w.cell == CellType::Lstm ? gx : dgh[size_t(l)];
-      Tensor dWih = Tensor::empty(r.weight_ih.shape()), dWhh = Tensor::empty(r.weight_hh.shape());
-      if (l == 0) {
-        weight_grad(dWih, 0, gx.data(), G, bi.in.emb.data(), E, TB);
-        weight_grad(dWih, E, gx.data() + B * G, G, sv.out.data(), Hd, TB - B);  // h̃_{t-1} for t >= 1
-        kernels::gemm(false, false, TB, E, G, 1.0f, gx.data(), G, r.weight_ih.data(), E + Hd, 0.0f, demb.data(), E);
-      } else {
-        weight_grad(dWih, 0, gx.data(), G, sv.X[size_t(l)].data(), Hd, TB);
-      }
-      weight_grad(dWhh, 0, gh.data(), G, sv.H[size_t(l)].data(), Hd, TB);
-      g.push_back(dWih);
-      g.push_back(dWhh);
-      g.push_back(r.bias_ih.defined() ? kernels::sum_axis(gx, 0, false) : Tensor());
-      g.push_back(r.bias_hh.defined() ? kernels::sum_axis(gh, 0, false) : Tensor());
-    }
-    const float* Htop = sv.H[size_t(d.L - 1)].data() + B * Hd;  // h_t, t = 0 .. T-1
+    const float* Htop = sv.cells->top(0);  // h_t, t = 0 .. T-1 (consecutive rows)
     Tensor dWq, dv, dWp, dvp, dWc = Tensor::empty(w.combine.shape());
     if (w.score == LuongScore::Concat) {
       dWq = Tensor::empty({A, Hd});
@@ -215,15 +152,19 @@ struct Backward {
 std::vector<Tensor> luong_decoder_backward(const LuongBackwardInputs& in, const Tensor& dout) {
   const LuongDims& d = in.d;
   Backward bw(in);
-  for (int64_t t = d.T - 1; t >= 0; --t) bw.step(t, dout.defined() ? dout.data() : nullptr);
+  bw.dout = dout.defined() ? dout.data() : nullptr;
+  CellStack& cells = *in.sv.cells;
+  run_decoder_backward(cells, bw, d.T);
   Tensor demb = Tensor::empty(in.in.emb.shape());
-  if (d.T == 0) demb = Tensor::zeros(in.in.emb.shape());
-  std::vector<Tensor> weights = bw.weight_grads(demb);
+  // layer 0's extra input h̃_{t-1} for t >= 1: the output's first T - 1 blocks
+  std::vector<Tensor> layers = cells.weight_grads(in.in.emb, in.sv.out.data(), 1, demb);
   std::vector<Tensor> g = {demb, bw.dkeys, bw.dvalues};
-  for (const Tensor& h : bw.dh) g.push_back(h);
-  if (in.w.cell == CellType::Lstm)
-    for (const Tensor& c : bw.dc) g.push_back(c);
-  g.insert(g.end(), weights.begin(), weights.end());
+  for (const Tensor& h : cells.dh0()) g.push_back(h);
+  for (const Tensor& c : cells.dc0()) g.push_back(c);
+  g.insert(g.end(), layers.begin(), layers.end());
+  std::vector<Tensor> rest = bw.weight_grads();
+  g.insert(g.end(), rest.begin(), rest.end());
+  cells.end_backward();
   return g;
 }
 

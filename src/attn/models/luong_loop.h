@@ -1,10 +1,14 @@
 // What luong_decoder's forward (luong_decoder.cpp) saves for its backward
 // (luong_decoder_backward.cpp): internal to models/. Row blocks are time-major:
-// step t's rows are [t B, t B + B).
+// step t's rows are [t B, t B + B). Both are the wiring luong plugs into the
+// shared decoder loop (decoder_loop.h): after the cells, attention on h_t and
+// h̃_t; layer 0's extra input is h̃_{t-1} (input feeding).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "attn/models/decoder_loop.h"
 #include "attn/models/luong_decoder.h"
 
 namespace attn::models::detail {
@@ -14,11 +18,7 @@ struct LuongDims {
 };
 
 struct LuongSaved {
-  std::vector<Tensor> H;      // L x [(T + 1) B, Hd] h^l_{t-1} at block t (block 0: h0), h^l_t at block t + 1
-  std::vector<Tensor> C;      // L x [(T + 1) B, Hd] the LSTM cells, as H (empty for GRU)
-  std::vector<Tensor> gates;  // L x [T B, G] activated gates
-  std::vector<Tensor> aux;    // L x [T B, Hd] GRU: W_hn h + b_hn; LSTM: tanh(c')
-  std::vector<Tensor> X;      // L x [T B, Hd] layer l > 0's input h^{l-1}_t * m^l_t (X[0] undefined)
+  std::unique_ptr<CellStack> cells;  // the L layers' states, gates and their backward (decoder_loop.h)
   Tensor htilde;              // [T B, Hd] tanh(W_c [c; h]) before the feed mask
   Tensor out;                 // [T, B, Hd] the op's output h̃ (after the mask)
   Tensor a;                   // [T B, S] softmax weights (before local-p's Gaussian)

@@ -1,5 +1,6 @@
-// The fused RNNsearch decoder loop: forward and backward (see the header). The
-// per-row attention loops are rnnsearch_kernels.cpp, compiled per instruction set.
+// The fused RNNsearch decoder loop: forward and backward (see the header), as
+// RNNsearch's wiring of the shared decoder loop (decoder_loop.h). The per-row
+// attention loops are rnnsearch_kernels.cpp, compiled per instruction set.
 #include "attn/models/rnnsearch_decoder.h"
 
 #include <omp.h>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "attn/models/decoder_cell.h"
+#include "attn/models/decoder_loop.h"
 #include "attn/models/model_parts.h"
 #include "attn/models/rnnsearch_kernels.h"
 #include "attn/nn/step_linear.h"
@@ -51,47 +53,33 @@ Dims check_shapes(const Tensor& emb, const Tensor& keys, const Tensor& values, c
   return d;
 }
 
-// What the forward pass saves for the backward, per step t at rows [t * B, t * B + B).
+// What the forward saves for the backward besides the cells', per step t at rows [t * B, t * B + B).
 struct Saved {
-  Tensor gates;  // [T * B, G]  x W_ih^T, then the activated r, z, n
-  Tensor ghn;    // [T * B, Hd] W_hn s + b_hn
-  Tensor qp;     // [T * B, A]  W1 s_{t-1}
-  Tensor wts;    // [T * B, S]  attention weights
-  Tensor sprev;  // [T * B, Hd] s_{t-1}
+  std::unique_ptr<detail::CellStack> cells;  // the GRU's states and gates (decoder_loop.h)
+  Tensor qp;   // [T * B, A]  W1 s_{t-1}
+  Tensor wts;  // [T * B, S]  attention weights
 };
 
-// The forward loop over T steps; fills out.states, out.contexts and `saved`.
-void forward_loop(const Dims& d, const Tensor& emb, const Tensor& keys, const Tensor& values,
-                  const std::vector<int64_t>& len, const Tensor& s0, const DecoderLoopWeights& w, DecoderLoopOutput& out,
-                  Saved& sv) {
-  const int64_t T = d.T, B = d.B, E = d.E, S = d.S, A = d.A, Dv = d.Dv, Hd = d.Hd, G = d.G, In = d.In;
-  Tensor b_ih = or_zeros(w.b_ih, {G}), b_hh = or_zeros(w.b_hh, {G});
-  Tensor gh = Tensor::empty({B, G});  // s W_hh^T of one step
-  std::memcpy(sv.sprev.data(), s0.data(), size_t(B * Hd) * sizeof(float));
-  // the embedding half of every step's input projection at once: [T * B, E] x [E, 3Hd]
-  kernels::gemm(false, true, T * B, G, E, 1.0f, emb.data(), E, w.w_ih.data(), In, 0.0f, sv.gates.data(), G);
+// RNNsearch's wiring of the decoder loop's forward (decoder_loop.h): before
+// the cell, attention on s_{t-1}; the context c_t is the cell's extra input.
+struct Forward {
+  const Dims& d;
+  const Tensor &keys, &values, &v;
+  const std::vector<int64_t>& len;
+  DecoderLoopOutput& out;
+  Saved& sv;
+  // W1 s_{t-1} reads W1 packed once per batch (nn/step_linear.h): a BLAS call
+  // would re-pack the whole weight at every step (~25% of a step)
+  const nn::StepLinear q_lin;
 
-  // The per-step products reuse weights packed once per batch (nn/step_linear.h):
-  // a BLAS call would re-pack the whole weight at every step (~25% of a step).
-  const nn::StepLinear q_lin(w.W1, true), hh_lin(w.w_hh, true), ic_lin(detail::columns(w.w_ih, E, Dv), true);
-  const int64_t uq = q_lin.units(), uh = hh_lin.units();
-  const bool par_hq = B > 1 && B * (A + G) * Hd > kParallelGrain * 32;
-  const float *pk = keys.data(), *pval = values.data(), *pv = w.v.data();
-  const bool par_att = B > 1 && B * S * (A + Dv) > kParallelGrain;
-  for (int64_t t = 0; t < T; ++t) {
-    const float* sp = sv.sprev.data() + t * B * Hd;
+  void before_cells(int64_t t) {
+    const int64_t B = d.B, S = d.S, A = d.A, Dv = d.Dv, Hd = d.Hd;
     float* q = sv.qp.data() + t * B * A;
     float* wt = sv.wts.data() + t * B * S;
     float* ctx = out.contexts.data() + t * B * Dv;
-    float* g = sv.gates.data() + t * B * G;
-    // qp = s_{t-1} W1^T and gh = s_{t-1} W_hh^T: one parallel loop over both products' units
-#pragma omp parallel for schedule(static) if (par_hq)
-    for (int64_t u = 0; u < uq + uh; ++u) {
-      if (u < uq)
-        q_lin.apply(B, sp, Hd, u, u + 1, q, A);
-      else
-        hh_lin.apply(B, sp, Hd, u - uq, u - uq + 1, gh.data(), G);
-    }
+    detail::apply_all(q_lin, B, sv.cells->top(t - 1), Hd, q, A, false);
+    const float *pk = keys.data(), *pval = values.data(), *pv = v.data();
+    const bool par_att = B > 1 && B * S * (A + Dv) > kParallelGrain;
 #pragma omp parallel for schedule(static) if (par_att)
     for (int64_t b = 0; b < B; ++b) {
       // e_j = v^T tanh(W1 s + kp_j); a = softmax over j < L; c = sum_j a_j h_j
@@ -100,52 +88,36 @@ void forward_loop(const Dims& d, const Tensor& emb, const Tensor& keys, const Te
                                     wt + b * S, ctx + b * Dv, more ? pk + (b + 1) * S * A : nullptr,
                                     more ? len[size_t(b + 1)] * A : 0);
     }
-    // gates += c_t W_ic^T (the context half of the input projection)
-    detail::apply_all(ic_lin, B, ctx, Dv, g, G, true);
-    float* st = out.states.data() + t * B * Hd;
-    float* nx = t + 1 < T ? sv.sprev.data() + (t + 1) * B * Hd : st;
-    detail::CellForward f;
-    f.cell = CellType::Gru, f.B = B, f.Hd = Hd;
-    f.gates = g, f.gh = gh.data(), f.b_ih = b_ih.data(), f.b_hh = b_hh.data();
-    f.h_prev = sp, f.ghn = sv.ghn.data() + t * B * Hd, f.h = st, f.h_copy = nx;
-    detail::cell_forward(f);
   }
-}
+  const float* extra(int64_t t) const { return out.contexts.data() + t * d.B * d.Dv; }
+  void after_cells(int64_t) {}
+};
 
 // What the backward reads besides `saved`: the inputs and weights, detached.
 struct BackwardInputs {
   Dims d;
   std::vector<int64_t> len;
-  Tensor emb, keys, values, W1, v, w_ih, w_hh, contexts;
-  bool has_bih, has_bhh;
+  Tensor emb, keys, values, W1, v, contexts;
   Saved sv;
 };
 
-// The gradients of one step's B rows, in the order of the forward reversed:
-// GRU gates, then the context's input projection, then the attention, then
-// the query projection. Accumulates into dh (d s_{t-1}), dkeys, dvalues; writes
-// step t's rows of dgx, dgh, dqp.
-struct BackwardStep {
+// RNNsearch's wiring of the decoder loop's backward: the cell's extra input
+// gives dc_t (plus the output's own gradient), the attention then d keys,
+// values, W1 s_{t-1}, and the query product adds d s_{t-1} to the cell's carry.
+struct Backward {
   const BackwardInputs& in;
-  const nn::StepLinear &hh_t, &ic_t, &q_t;
-  Tensor dh, dgx, dgh, dkeys, dvalues, dqp, dv_part, da, dc, zero_row;
+  const nn::StepLinear q_t;
+  const float* dS;  // [T, B, Hd] d(loss)/d(states), or null
+  Tensor dC;        // [T, B, Dv] d(loss)/d(contexts), or undefined
+  Tensor dkeys, dvalues, dqp, dv_part, da, dc;
 
-  void gru(int64_t t, const float* dS) {
-    const Dims& d = in.d;
-    const int64_t B = d.B, Hd = d.Hd, G = d.G;
-    // s_t = GRU(x_t, s_{t-1}): gate gradients; dh <- (dh + dS_t) z
-    detail::CellBackward cb;
-    cb.cell = CellType::Gru, cb.B = B, cb.Hd = Hd;
-    cb.gates = in.sv.gates.data() + t * B * G, cb.ghn = in.sv.ghn.data() + t * B * Hd;
-    cb.h_prev = in.sv.sprev.data() + t * B * Hd;
-    cb.dy = dS ? dS + t * B * Hd : nullptr, cb.zero_row = zero_row.data();
-    cb.dh = dh.data(), cb.dgx = dgx.data() + t * B * G, cb.dgh = dgh.data() + t * B * G;
-    detail::cell_backward(cb);
-  }
+  const float* after_cells_backward(int64_t t) const { return dS ? dS + t * in.d.B * in.d.Hd : nullptr; }
+  float* dextra(int64_t) { return dc.data(); }
 
-  void attention(int64_t t) {
+  void before_cells_backward(int64_t t) {
     const Dims& d = in.d;
     const int64_t B = d.B, S = d.S, A = d.A, Dv = d.Dv;
+    if (dC.defined()) kernels::add_inplace(dc, dC.narrow0(t, 1).view({B, Dv}));
     const float* q = in.sv.qp.data() + t * B * A;
     const float* wt = in.sv.wts.data() + t * B * S;
     float* dq = dqp.data() + t * B * A;
@@ -164,59 +136,35 @@ struct BackwardStep {
       ab.dv = dv_part.data() + int64_t(tid) * A, ab.da = da.data() + int64_t(tid) * S;
       rnnsearch_kernels::attend_row_backward(ab);
     }
-  }
-
-  void run(int64_t t, const float* dS, const Tensor& dC) {
-    const Dims& d = in.d;
-    const int64_t B = d.B, A = d.A, Dv = d.Dv, Hd = d.Hd, G = d.G;
-    gru(t, dS);
-    // gh = s W_hh^T  =>  ds_{t-1} += dgh W_hh
-    detail::apply_all(hh_t, B, dgh.data() + t * B * G, G, dh.data(), Hd, true);
-    // x_t = [emb_t; c_t], gates_x = x_t W_ih^T  =>  dc_t = dgx W_ic (+ the output's own gradient)
-    detail::apply_all(ic_t, B, dgx.data() + t * B * G, G, dc.data(), Dv, false);
-    if (dC.defined()) kernels::add_inplace(dc, dC.narrow0(t, 1).view({B, Dv}));
-    attention(t);
     // qp = s_{t-1} W1^T  =>  ds_{t-1} += dqp W1
-    detail::apply_all(q_t, B, dqp.data() + t * B * A, A, dh.data(), Hd, true);
+    detail::apply_all(q_t, B, dq, A, in.sv.cells->dh_carry(), d.Hd, true);
   }
 };
 
 std::vector<Tensor> backward(const BackwardInputs& in, const std::vector<Tensor>& douts) {
   const Dims& d = in.d;
-  const int64_t T = d.T, B = d.B, E = d.E, S = d.S, A = d.A, Dv = d.Dv, Hd = d.Hd, G = d.G, In = d.In;
-  // per-step products with weights packed once (as in the forward): x W = x (W^T)^T
-  const nn::StepLinear hh_t = nn::StepLinear::columns_of(in.w_hh, 0, Hd),
-                      ic_t = nn::StepLinear::columns_of(in.w_ih, E, Dv), q_t = nn::StepLinear::columns_of(in.W1, 0, Hd);
-  const int threads = omp_get_max_threads();
-  BackwardStep step{in,
-                    hh_t,
-                    ic_t,
-                    q_t,
-                    Tensor::zeros({B, Hd}),  // dh: d s_t carried backwards
-                    Tensor::empty({T * B, G}),
-                    Tensor::empty({T * B, G}),
-                    Tensor::zeros(in.keys.shape()),
-                    Tensor::zeros(in.values.shape()),
-                    Tensor::zeros({T * B, A}),
-                    Tensor::zeros({int64_t(threads), A}),
-                    Tensor::empty({int64_t(threads), S}),
-                    Tensor::empty({B, Dv}),
-                    Tensor::zeros({Hd})};
-  const float* dS = douts[0].defined() ? douts[0].data() : nullptr;  // [T, B, Hd]
-  for (int64_t t = T - 1; t >= 0; --t) step.run(t, dS, douts[1]);
+  const int64_t T = d.T, B = d.B, S = d.S, A = d.A, Dv = d.Dv, Hd = d.Hd;
+  const int64_t threads = omp_get_max_threads();
+  Backward bw{in,
+              nn::StepLinear::columns_of(in.W1, 0, Hd),  // x W1 = x (W1^T)^T, packed once
+              douts[0].defined() ? douts[0].data() : nullptr,
+              douts[1],
+              Tensor::zeros(in.keys.shape()),
+              Tensor::zeros(in.values.shape()),
+              Tensor::zeros({T * B, A}),
+              Tensor::zeros({threads, A}),
+              Tensor::empty({threads, S}),
+              Tensor::empty({B, Dv})};
+  detail::CellStack& cells = *in.sv.cells;
+  detail::run_decoder_backward(cells, bw, T);
   // weight gradients: one GEMM each over all T * B rows
-  const Saved& sv = in.sv;
-  Tensor dW1 = Tensor::empty(in.W1.shape()), dWih = Tensor::empty(in.w_ih.shape()), dWhh = Tensor::empty(in.w_hh.shape());
-  kernels::gemm(true, false, A, Hd, T * B, 1.0f, step.dqp.data(), A, sv.sprev.data(), Hd, 0.0f, dW1.data(), Hd);
-  kernels::gemm(true, false, G, E, T * B, 1.0f, step.dgx.data(), G, in.emb.data(), E, 0.0f, dWih.data(), In);
-  kernels::gemm(true, false, G, Dv, T * B, 1.0f, step.dgx.data(), G, in.contexts.data(), Dv, 0.0f, dWih.data() + E, In);
-  kernels::gemm(true, false, G, Hd, T * B, 1.0f, step.dgh.data(), G, sv.sprev.data(), Hd, 0.0f, dWhh.data(), Hd);
-  Tensor demb = Tensor::empty(in.emb.shape());
-  kernels::gemm(false, false, T * B, E, G, 1.0f, step.dgx.data(), G, in.w_ih.data(), In, 0.0f, demb.data(), E);
-  Tensor dv = kernels::sum_axis(step.dv_part, 0, false);
-  Tensor db_ih = in.has_bih ? kernels::sum_axis(step.dgx, 0, false) : Tensor();
-  Tensor db_hh = in.has_bhh ? kernels::sum_axis(step.dgh, 0, false) : Tensor();
-  return {demb, step.dkeys, step.dvalues, step.dh, dW1, dv, dWih, dWhh, db_ih, db_hh};
+  Tensor demb = Tensor::empty(in.emb.shape()), dW1 = Tensor::empty(in.W1.shape());
+  std::vector<Tensor> gru = cells.weight_grads(in.emb, in.contexts.data(), 0, demb);  // dW_ih, dW_hh, db_ih, db_hh
+  detail::weight_grad(dW1, 0, bw.dqp.data(), A, cells.top(-1), Hd, T * B);  // s_{t-1}, t = 0 .. T-1
+  Tensor dv = kernels::sum_axis(bw.dv_part, 0, false);
+  Tensor ds0 = cells.dh0()[0];
+  cells.end_backward();
+  return {demb, bw.dkeys, bw.dvalues, ds0, dW1, dv, gru[0], gru[1], gru[2], gru[3]};
 }
 
 }  // namespace
@@ -224,17 +172,22 @@ std::vector<Tensor> backward(const BackwardInputs& in, const std::vector<Tensor>
 DecoderLoopOutput rnnsearch_decoder(const Tensor& emb, const Tensor& keys, const Tensor& values, const Tensor& lengths,
                                     const Tensor& s0, const DecoderLoopWeights& w) {
   const Dims d = check_shapes(emb, keys, values, lengths, s0, w);
-  const int64_t T = d.T, B = d.B, S = d.S, A = d.A, Dv = d.Dv, Hd = d.Hd, G = d.G;
+  const int64_t T = d.T, B = d.B, S = d.S, A = d.A, Dv = d.Dv, Hd = d.Hd;
   std::vector<int64_t> len = lengths_in_range("rnnsearch_decoder", "lengths", lengths, S);
   DecoderLoopOutput out;
   out.states = Tensor::empty({T, B, Hd});
   out.contexts = Tensor::empty({T, B, Dv});
-  Saved sv{Tensor::empty({T * B, G}), Tensor::empty({T * B, Hd}), Tensor::empty({T * B, A}), Tensor::empty({T * B, S}),
-           Tensor::empty({T * B, Hd})};
-  forward_loop(d, emb, keys, values, len, s0, w, out, sv);
-  auto in = std::make_shared<BackwardInputs>(BackwardInputs{
-      d, std::move(len), emb.detach(), keys.detach(), values.detach(), w.W1.detach(), w.v.detach(), w.w_ih.detach(),
-      w.w_hh.detach(), out.contexts.detach(), w.b_ih.defined(), w.b_hh.defined(), sv});
+  RnnWeights gru{w.w_ih.detach(), w.w_hh.detach(), w.b_ih.defined() ? w.b_ih.detach() : Tensor(),
+                 w.b_hh.defined() ? w.b_hh.detach() : Tensor()};
+  Saved sv{std::make_unique<detail::CellStack>(CellType::Gru, std::vector<RnnWeights>{gru}, T, B, d.E, Dv, Tensor()),
+           Tensor::empty({T * B, A}), Tensor::empty({T * B, S})};
+  sv.cells->begin(emb, {s0}, {});
+  Forward wiring{d, keys, values, w.v, len, out, sv, nn::StepLinear(w.W1, true)};
+  detail::run_decoder_forward(*sv.cells, wiring, T);
+  if (T > 0) std::memcpy(out.states.data(), sv.cells->top(0), size_t(T * B * Hd) * sizeof(float));  // s_0 .. s_{T-1}
+  auto in = std::make_shared<BackwardInputs>(BackwardInputs{d, std::move(len), emb.detach(), keys.detach(),
+                                                            values.detach(), w.W1.detach(), w.v.detach(),
+                                                            out.contexts.detach(), std::move(sv)});
   autograd::record("rnnsearch_decoder", {emb, keys, values, s0, w.W1, w.v, w.w_ih, w.w_hh, w.b_ih, w.b_hh},
                    {&out.states, &out.contexts},
                    [in](const std::vector<Tensor>& douts) -> std::vector<Tensor> { return backward(*in, douts); });
