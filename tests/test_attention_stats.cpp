@@ -29,7 +29,7 @@ TEST(AttentionStats, EntropyAndCopyAlignmentOfKnownRows) {
   EXPECT_NEAR(s.entropy_sum, std::log(4.0) + std::log(2.0) + 0 + std::log(2.0), 1e-6);
   EXPECT_EQ(s.copy_steps, 2);
   EXPECT_EQ(s.copy_hits, 2);  // row 0: argmax 0 is "▁Paris"
-  s.add({0, 1, 0.5f, 0}, {"\xE2\x96\x81Rom", "\xE2\x96\x81Berlin"}, {"\xE2\x96\x81Rom", "\xE2\x96\x81Berlin"});
+  s.add({0, 1, 0.5f, 0}, {"\xE2\x96\x81Rom", "\xE2\x96\x81" "Berlin"}, {"\xE2\x96\x81Rom", "\xE2\x96\x81" "Berlin"});
   EXPECT_EQ(s.copy_steps, 4);
   EXPECT_EQ(s.copy_hits, 2);  // both rows look at the other city
   const auto j = nlohmann::json::parse(s.json());
