@@ -7,7 +7,6 @@
 #include <omp.h>
 
 #include <cmath>
-#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>

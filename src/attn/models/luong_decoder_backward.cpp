@@ -4,7 +4,6 @@
 // gradient is one GEMM over all T B rows.
 #include <omp.h>
 
-#include <cstring>
 
 #include "attn/models/decoder_cell.h"
 #include "attn/models/luong_kernels.h"
