@@ -3,12 +3,17 @@
 // them with the target that found them).
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string>
 
+#include "attn/config/json_number.h"
 #include "attn/models/config.h"
 #include "attn/serve/request.h"
 #include "attn/tensor/safetensors.h"
+#include "attn/train/checkpoint.h"
 #include "attn/train/mt_config.h"
 #include "train_test_util.h"
 
@@ -129,6 +134,86 @@ TEST(FuzzRegressions, LongValueInAnErrorIsCutAtACodePoint) {
   const std::string text = "\"" + std::string(75, 'a') + "\u00e9\u00e9\u00e9\"";  // the cut falls inside an é
   const std::string err = invalid_argument_of([&] { models::model_config_from_json("{\"embed\": " + text + "}"); });
   EXPECT_EQ(err, "model.embed: expected a whole number within 64 bits, got \"" + std::string(75, 'a') + "...");
+}
+
+// Found by fuzz_safetensors in CI (the UBSan build aborts on it): a model
+// file's data_offsets or shape, or a trainer state's step, written as a float
+// beyond 64 bits (2e+64) was converted with nlohmann's get<uint64_t>(), a plain
+// cast: undefined behaviour. Every number of a file is now read through
+// config::whole_number / finite_float, and the error names the field.
+TEST(FuzzRegressions, FileNumberBeyond64BitsIsRefusedNotCast) {
+  testing::TempDir tmp("fuzz_number_beyond");
+  auto model_file_error = [&](const std::string& entry) -> std::string {
+    const std::string header = "{\"w\": " + entry + "}";
+    uint64_t n = header.size();
+    testing::write_bytes(tmp.path + "/m.safetensors", std::string(reinterpret_cast<const char*>(&n), 8) + header + "abcd");
+    try {
+      load_safetensors(tmp.path + "/m.safetensors");
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  EXPECT_NE(model_file_error("{\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [0, 2e+64]}")
+                .find("tensor 'w': data_offsets are not whole numbers of 64 bits: 0, 2e+64"),
+            std::string::npos);
+  EXPECT_NE(model_file_error("{\"dtype\": \"F32\", \"shape\": [1], \"data_offsets\": [-4.0, 0]}")
+                .find("data_offsets are not whole numbers"),
+            std::string::npos);
+  for (const std::string dim : {"2e+64", "-1e300", "1.5", "\"1\""})
+    EXPECT_NE(model_file_error("{\"dtype\": \"F32\", \"shape\": [" + dim + "], \"data_offsets\": [0, 4]}")
+                  .find("tensor 'w': shape holds "),
+              std::string::npos)
+        << dim;
+  // a float that is a whole number is still read (as json::get did before)
+  EXPECT_EQ(model_file_error("{\"dtype\": \"F32\", \"shape\": [1.0], \"data_offsets\": [0, 4.0]}"), "(accepted)");
+
+  testing::TinyNet net(5, 4, 3, 1);
+  train::CheckpointSave save;
+  save.model = &net;
+  train::save_checkpoint(tmp.path + "/ckpt", save);
+  const std::string state_file = tmp.path + "/ckpt/trainer_state.json";
+  const nlohmann::json state = nlohmann::json::parse(testing::read_bytes(state_file));
+  for (const char* key : {"step", "epoch", "data_position"}) {
+    for (const nlohmann::json bad : {nlohmann::json(2e64), nlohmann::json(-1), nlohmann::json(0.5)}) {
+      nlohmann::json j = state;
+      j[key] = bad;
+      testing::write_bytes(state_file, j.dump());
+      try {
+        train::load_checkpoint(tmp.path + "/ckpt", {&net, nullptr});
+        ADD_FAILURE() << key << " = " << bad.dump() << " was accepted";
+      } catch (const std::runtime_error& e) {
+        EXPECT_NE(std::string(e.what()).find("trainer_state.json: field '" + std::string(key) + "' is "),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+  }
+}
+
+TEST(FuzzRegressions, WholeNumberAndFiniteFloatKeepEveryValueThatFits) {
+  using config::finite_float;
+  using config::whole_number;
+  using J = nlohmann::json;
+  EXPECT_EQ(whole_number<int64_t>(J(INT64_MIN)), INT64_MIN);
+  EXPECT_EQ(whole_number<int64_t>(J(INT64_MAX)), INT64_MAX);
+  EXPECT_EQ(whole_number<uint64_t>(J(UINT64_MAX)), UINT64_MAX);
+  EXPECT_EQ(whole_number<int64_t>(J(UINT64_MAX)), std::nullopt);
+  EXPECT_EQ(whole_number<int64_t>(J(-9223372036854775808.0)), INT64_MIN);
+  EXPECT_EQ(whole_number<int64_t>(J(9223372036854775808.0)), std::nullopt);
+  EXPECT_EQ(whole_number<uint64_t>(J(18446744073709549568.0)), uint64_t(18446744073709549568ull));
+  EXPECT_EQ(whole_number<uint64_t>(J(18446744073709551616.0)), std::nullopt);
+  EXPECT_EQ(whole_number<uint64_t>(J(-1)), std::nullopt);
+  EXPECT_EQ(whole_number<int>(J(2147483647)), 2147483647);
+  EXPECT_EQ(whole_number<int>(J(2147483648)), std::nullopt);
+  EXPECT_EQ(whole_number<int>(J(-2147483648.0)), INT32_MIN);
+  EXPECT_EQ(whole_number<int>(J(-2147483649.0)), std::nullopt);
+  for (const J bad : {J(0.5), J(std::numeric_limits<double>::infinity()), J(std::nan("")), J("7"), J(true), J()})
+    EXPECT_EQ(whole_number<int64_t>(bad), std::nullopt) << bad.dump();
+  EXPECT_EQ(finite_float(J(3.5)), 3.5f);
+  EXPECT_EQ(finite_float(J(-3.4028234663852886e38)), -std::numeric_limits<float>::max());
+  for (const J bad : {J(1e300), J(-1e39), J(std::numeric_limits<double>::infinity()), J("1")})
+    EXPECT_EQ(finite_float(bad), std::nullopt) << bad.dump();
 }
 
 }  // namespace

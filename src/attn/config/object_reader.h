@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "attn/config/json_number.h"
+
 namespace attn::config {
 
 // What ObjectReader throws: a std::invalid_argument that also names the key
@@ -70,16 +72,7 @@ public:
   int64_t get_int(const std::string& key, int64_t dflt) {
     const nlohmann::json* v = take(key);
     if (!v) return dflt;
-    if (v->is_number_unsigned()) {  // (before is_number_integer, which is also true for unsigned)
-      if (v->get<uint64_t>() <= uint64_t(INT64_MAX)) return v->get<int64_t>();
-    } else if (v->is_number_integer()) {
-      return v->get<int64_t>();
-    }
-    if (v->is_number_float()) {
-      const double d = v->get<double>();
-      // [-2^63, 2^63): every such double converts exactly when it is whole
-      if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == double(int64_t(d))) return int64_t(d);
-    }
+    if (const auto x = whole_number<int64_t>(*v)) return *x;
     throw bad(key, "a whole number within 64 bits", *v);
   }
   // ... in [lo, hi] (e.g. the range of the int it is narrowed to).
@@ -92,7 +85,7 @@ public:
   double get_double(const std::string& key, double dflt) {
     const nlohmann::json* v = take(key);
     if (!v) return dflt;
-    if (v->is_number() && std::isfinite(v->get<double>())) return v->get<double>();
+    if (v->is_number() && std::isfinite(v->get<double>())) return v->get<double>();  // (a double: no conversion)
     throw bad(key, "a finite number", *v);
   }
   // ... in [lo, hi].

@@ -75,8 +75,9 @@ CaptionObject read_object(const json& j, const std::string& where, int width, in
   const json* box = list_field(r, "box", true);
   if (box->size() != 4) fail(r.key_path("box"), "expected [x0, y0, x1, y1], got " + box->dump());
   for (size_t k = 0; k < 4; ++k) {
-    if (!(*box)[k].is_number_integer()) fail(r.key_path("box"), "expected whole pixels, got " + box->dump());
-    o.box[k] = (*box)[k].get<int>();
+    const auto x = (*box)[k].is_number_integer() ? config::whole_number<int>((*box)[k]) : std::nullopt;
+    if (!x) fail(r.key_path("box"), "expected whole pixels, got " + config::describe(*box));
+    o.box[k] = *x;
   }
   const bool inside = o.box[0] >= 0 && o.box[1] >= 0 && o.box[0] < o.box[2] && o.box[1] < o.box[3] &&
                       (width == 0 || o.box[2] <= width) && (height == 0 || o.box[3] <= height);

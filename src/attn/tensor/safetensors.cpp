@@ -12,6 +12,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "attn/config/object_reader.h"  // whole_number, describe
+
 namespace attn {
 
 namespace {
@@ -195,11 +197,19 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
       if (e["shape"].size() > size_t(kMaxRank))
         fail(path, "tensor '" + name + "': rank " + std::to_string(e["shape"].size()) + " exceeds the limit of " +
                        std::to_string(kMaxRank));
-      for (const auto& d : e["shape"]) en.shape.push_back(d.get<int64_t>());
+      for (const auto& d : e["shape"]) {
+        const auto n = config::whole_number<int64_t>(d);
+        if (!n) fail(path, "tensor '" + name + "': shape holds " + config::describe(d) + ", not a whole number");
+        en.shape.push_back(*n);
+      }
       const auto& off = e["data_offsets"];
-      if (off.size() != 2) fail(path, "tensor '" + name + "': data_offsets must have 2 entries");
-      en.begin = off[0].get<uint64_t>();
-      en.end = off[1].get<uint64_t>();
+      if (!off.is_array() || off.size() != 2) fail(path, "tensor '" + name + "': data_offsets must have 2 entries");
+      const auto begin = config::whole_number<uint64_t>(off[0]), end = config::whole_number<uint64_t>(off[1]);
+      if (!begin || !end)
+        fail(path, "tensor '" + name + "': data_offsets are not whole numbers of 64 bits: " + config::describe(off[0]) + ", " +
+                       config::describe(off[1]));
+      en.begin = *begin;
+      en.end = *end;
     } catch (const nlohmann::json::exception& ex) {
       fail(path, "tensor '" + name + "': malformed shape or data_offsets: " + ex.what());
     } catch (const std::invalid_argument& ex) {

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "attn/config/object_reader.h"  // whole_number, finite_float, describe
 #include "attn/nn/load_params.h"
 #include "attn/train/checkpoint_detail.h"
 
@@ -130,9 +131,11 @@ std::vector<std::vector<float>> checked_buffer_values(const nlohmann::json& save
                                " numbers");
     std::vector<float> x;
     for (const auto& e : v) {
-      if (!e.is_number() || !std::isfinite(e.get<double>()))
-        throw std::runtime_error(path + ": buffer '" + name + "': " + e.dump() + " is not a finite number");
-      x.push_back(e.get<float>());
+      const auto f = config::finite_float(e);
+      if (!f)
+        throw std::runtime_error(path + ": buffer '" + name + "': " + config::describe(e) +
+                                 " is not a finite number of fp32");
+      x.push_back(*f);
     }
     values.push_back(std::move(x));
   }
@@ -159,13 +162,20 @@ TrainerState parse_trainer_json(const std::string& path, std::string& id, nlohma
   TrainerState s;
   try {
     if (field("format") != "attn-trainer-state") throw std::runtime_error(path + ": not an attn trainer state file");
-    if (field("version").get<int>() != kTrainerStateVersion)
-      throw std::runtime_error(path + ": version " + field("version").dump() + ", this build reads version " +
-                               std::to_string(kTrainerStateVersion));
+    if (config::whole_number<int>(field("version")) != kTrainerStateVersion)
+      throw std::runtime_error(path + ": version " + config::describe(field("version")) +
+                               ", this build reads version " + std::to_string(kTrainerStateVersion));
     id = field("checkpoint_id").get<std::string>();
-    s.step = field("step").get<int64_t>();
-    s.epoch = field("epoch").get<int64_t>();
-    s.data_position = field("data_position").get<int64_t>();
+    auto count = [&](const char* key) {  // a whole number >= 0 within int64
+      const auto n = config::whole_number<int64_t>(field(key));
+      if (!n || *n < 0)
+        throw std::runtime_error(path + ": field '" + key + "' is " + config::describe(field(key)) +
+                                 ", not a count");
+      return *n;
+    };
+    s.step = count("step");
+    s.epoch = count("epoch");
+    s.data_position = count("data_position");
     s.rng_state = field("rng_state").get<std::string>();
     const auto& best = field("best_valid_score");
     if (!best.is_null()) s.best_valid_score = best.get<double>();
