@@ -77,13 +77,18 @@ TEST(ShowAttendTell, ConfigIsCheckedNamingTheField) {
   ModelConfig decay = c;
   decay.baseline_decay = 1.0;
   fails(decay, "baseline_decay");
+  ModelConfig weight = c;
+  weight.reinforce_weight = -0.5;
+  fails(weight, "reinforce_weight");
   // JSON round trip keeps every captioning field
   c.image_attention = ImageAttention::Hard;
   c.entropy_bonus = 0.25;
+  c.reinforce_weight = 0.125;
   const ModelConfig back = models::model_config_from_json(models::to_json(c));
   EXPECT_EQ(models::to_json(back), models::to_json(c));
   EXPECT_EQ(back.image_attention, ImageAttention::Hard);
   EXPECT_EQ(back.grid, 2);
+  EXPECT_EQ(back.reinforce_weight, 0.125);
 }
 
 // Analytic gradient of the training loss (cross-entropy + the doubly
@@ -341,6 +346,67 @@ TEST(ShowAttendTell, HardCaptionsTakingTheExpectationTrainAsSoft) {
   EXPECT_GT(drawn, batches * 0.35);
   EXPECT_LT(drawn, batches * 0.65);
 }
+
+// lambda_r (reinforce_weight) scales the REINFORCE term alone: two captioners
+// with the same parameters and draws differ in it by the ratio of their weights.
+TEST(ShowAttendTell, ReinforceWeightScalesTheReinforceTerm) {
+  ModelConfig c = tiny_config(ImageAttention::Hard);
+  c.hard_expected_prob = 0;
+  ModelConfig quarter = c;
+  quarter.reinforce_weight = 0.25;
+  Rng init_a(8), init_b(8);
+  ShowAttendTell full(c, init_a, 9), scaled(quarter, init_b, 9);
+  full.train(true);
+  scaled.train(true);
+  const data::Seq2SeqBatch b = tiny_batch(c, 3, {2, 3, 1}, 15);
+  ShowAttendTell::LossTerms f = full.loss_terms(b), s = scaled.loss_terms(b);
+  ASSERT_NE(f.reinforce.item(), 0.0f);
+  EXPECT_NEAR(s.reinforce.item(), 0.25f * f.reinforce.item(), 1e-6f * std::abs(f.reinforce.item()));
+  EXPECT_EQ(s.cross_entropy.item(), f.cross_entropy.item());
+  EXPECT_EQ(s.entropy.item(), f.entropy.item());
+}
+
+
+// The REINFORCE term weighs each step's choice by the reward to go: with the
+// first batch's baseline (its own mean log-likelihood per token) a one-caption
+// batch has advantage 0 under eq. 12's whole-caption reward, and this value
+// under the reward to go: -(1/n) sum_t log alpha_t(s_t) (R_t - n_t R / n), the
+// log-probabilities read from step() with the same cells.
+TEST(ShowAttendTell, ReinforceWeighsEachChoiceByTheRewardToGo) {
+  ModelConfig c = tiny_config(ImageAttention::Hard);
+  c.hard_expected_prob = 0, c.entropy_bonus = 0, c.dropout = 0;
+  Rng init(8);
+  FixedCells model(c, init, 9);
+  model.train(true);
+  const data::Seq2SeqBatch b = tiny_batch(c, 1, {3}, 17);
+  const std::vector<int64_t> cells = {1, 3, 0, 2};  // T = 4 steps: 3 words and EOS
+  model.cells.assign(cells.begin(), cells.end());
+  const float reinforce = model.loss_terms(b).reinforce.item();
+  ASSERT_EQ(model.weights.size(), cells.size());
+  std::vector<double> log_choice, reward;
+  for (size_t t = 0; t < cells.size(); ++t) log_choice.push_back(std::log(model.weights[t].data()[cells[t]]));
+  // the same steps through step(): log p of each target token
+  model.cells.assign(cells.begin(), cells.end());
+  models::Encoded e = model.encode(b.src, b.src_lengths);
+  models::DecoderState state = e.state;
+  for (size_t t = 0; t < cells.size(); ++t) {
+    models::StepOutput o = model.step(e.memory, state, Tensor::from({b.tgt_in.data()[t]}, {1}));
+    reward.push_back(o.log_probs.data()[int64_t(b.tgt_out.data()[t])]);
+    state = o.state;
+  }
+  const double n = double(cells.size());
+  double total = 0;
+  for (double r : reward) total += r;
+  double expected = 0, to_go = 0;
+  for (size_t t = cells.size(); t-- > 0;) {
+    to_go += reward[t];
+    expected += log_choice[t] * (to_go - double(cells.size() - t) * total / n);
+  }
+  expected *= -1.0 / n;
+  EXPECT_GT(std::abs(expected), 1e-4);  // a case where the reward to go differs from the whole caption's
+  EXPECT_NEAR(reinforce, expected, 1e-4 * std::max(1.0, std::abs(expected)));
+}
+
 
 }  // namespace
 }  // namespace attn::testing

@@ -89,6 +89,8 @@ void validate_captioner(const ModelConfig& c) {
           "show_attend_tell has no source embedding: tied_embeddings none or decoder");
   require(c.attention_reg >= 0 && c.attention_reg <= 1e6, "attention_reg",
           "attention_reg " + std::to_string(c.attention_reg) + " outside [0, 1e6]");
+  require(c.reinforce_weight >= 0 && c.reinforce_weight <= 1e6, "reinforce_weight",
+          "reinforce_weight " + std::to_string(c.reinforce_weight) + " outside [0, 1e6]");
   require(c.entropy_bonus >= 0 && c.entropy_bonus <= 1e6, "entropy_bonus",
           "entropy_bonus " + std::to_string(c.entropy_bonus) + " outside [0, 1e6]");
   require(c.baseline_decay >= 0 && c.baseline_decay < 1, "baseline_decay",
@@ -182,6 +184,7 @@ std::string to_json(const ModelConfig& c) {
     j["cnn_context_blocks"] = c.cnn_context_blocks;
     j["image_attention"] = name(c.image_attention);
     j["attention_reg"] = c.attention_reg;
+    j["reinforce_weight"] = c.reinforce_weight;
     j["entropy_bonus"] = c.entropy_bonus;
     j["baseline_decay"] = c.baseline_decay;
     j["hard_expected_prob"] = c.hard_expected_prob;
@@ -226,6 +229,7 @@ ModelConfig model_config_from_json(const std::string& json_text, const std::stri
   c.cnn_context_blocks = r.get_int("cnn_context_blocks", c.cnn_context_blocks);
   c.image_attention = r.get_enum("image_attention", c.image_attention, kImageAttention);
   c.attention_reg = r.get_double("attention_reg", c.attention_reg);
+  c.reinforce_weight = r.get_double("reinforce_weight", c.reinforce_weight);
   c.entropy_bonus = r.get_double("entropy_bonus", c.entropy_bonus);
   c.baseline_decay = r.get_double("baseline_decay", c.baseline_decay);
   c.hard_expected_prob = r.get_double("hard_expected_prob", c.hard_expected_prob);

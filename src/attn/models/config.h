@@ -31,6 +31,7 @@
 //                                   (training) or the argmax cell (inference) / the mean of the
 //                                   cells as the only context (the no-attention baseline)
 //   attention_reg                   lambda of the doubly stochastic regulariser sum_i (1 - sum_t alpha_ti)^2
+//   reinforce_weight                hard: lambda_r, the weight of the REINFORCE term (Xu et al. eq. 12)
 //   entropy_bonus                   hard: weight of the attention entropy in the REINFORCE loss
 //   baseline_decay                  hard: the moving-average baseline b <- decay b + (1 - decay) r
 //   hard_expected_prob              hard, training: the probability, per caption, that every step
@@ -79,6 +80,7 @@ struct ModelConfig {
   int64_t cnn_context_blocks = 0;         // unpooled CNN blocks at the grid's resolution after the pooling ones
   ImageAttention image_attention = ImageAttention::Soft;
   double attention_reg = 1.0;             // lambda (Xu et al. eq. 14)
+  double reinforce_weight = 1.0;          // hard: lambda_r (Xu et al. eq. 12)
   double entropy_bonus = 0.01;            // hard: lambda_e (Xu et al. eq. 12)
   double baseline_decay = 0.9;            // hard: b_k = decay b_{k-1} + (1 - decay) r_k (Xu et al. sec. 4.1)
   double hard_expected_prob = 0.5;        // hard: P(a caption takes the expected context) (Xu et al. sec. 4.1)

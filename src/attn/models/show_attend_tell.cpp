@@ -253,36 +253,45 @@ ShowAttendTell::LossTerms ShowAttendTell::loss_terms(const data::Seq2SeqBatch& b
   Tensor gap = affine(attention_sum, -1.0f, 1.0f);
   terms.regulariser = sum_all(gap * gap) * float(config_.attention_reg * per_token);
   if (config_.image_attention != ImageAttention::Hard) return terms;
-  // REINFORCE: R_b = log p(y_b | s_b, a) per caption, read without autograd
-  std::vector<double> reward(size_t(B), 0.0), length(size_t(B), 0.0);
+  // REINFORCE: r_tb = log p(y_tb | s_b, a) per target token, read without autograd
+  std::vector<double> token_reward(size_t(T * B), 0.0);
   {
     NoGradGuard ng;
     Tensor logp = log_softmax_rows(linear(run.features.detach(), out_w_, out_b_));  // [T * B, V]
     Tensor targets = time_major(b.tgt_out);
     const int64_t V = logp.size(1);
     for (int64_t i = 0; i < T * B; ++i)
-      if (mask.data()[i] > 0) {
-        reward[size_t(i % B)] += logp.data()[i * V + int64_t(targets.data()[i])];
-        length[size_t(i % B)] += 1;
-      }
+      if (mask.data()[i] > 0) token_reward[size_t(i)] = logp.data()[i * V + int64_t(targets.data()[i])];
   }
   double mean_r = 0, drawn = 0;  // over the captions that drew their cells (the others have no REINFORCE term)
   for (int64_t k = 0; k < B; ++k) {
-    mean_r += run.drawn[size_t(k)] * reward[size_t(k)] / std::max(length[size_t(k)], 1.0);
+    double r = 0, n = 0;
+    for (int64_t t = 0; t < T; ++t) r += token_reward[size_t(t * B + k)], n += mask.data()[t * B + k];
+    mean_r += run.drawn[size_t(k)] * r / std::max(n, 1.0);
     drawn += run.drawn[size_t(k)];
   }
   mean_r = drawn > 0 ? mean_r / drawn : std::nan("");
   float* base = baseline_.data();  // {moving average, updates}; the first batch is its own baseline
   const double baseline = base[1] > 0 ? double(base[0]) : mean_r;
-  Tensor advantage = Tensor::empty({B});
-  for (int64_t k = 0; k < B; ++k)
-    advantage.data()[k] = run.drawn[size_t(k)] > 0 ? float(reward[size_t(k)] - length[size_t(k)] * baseline) : 0.0f;
-  Tensor log_choice = Tensor::zeros({B}), entropy = Tensor::zeros({B});
-  for (int64_t t = 0; t < T; ++t) {
-    log_choice = log_choice + run.log_choice[size_t(t)] * mask_t[size_t(t)];
+  // The choice s_t is weighed by the reward to go, R_tb = sum_{t' >= t} r_t'b,
+  // less the baseline of as many tokens: the words before t do not depend on
+  // s_t, so their terms average to 0 (E[d log alpha_t(s_t)] = 0 given the past)
+  // and dropping them leaves the estimator's expectation, eq. 12's, unchanged
+  // while removing their variance.
+  Tensor reinforce_sum = Tensor::zeros({}), entropy = Tensor::zeros({B});
+  std::vector<double> to_go(size_t(B), 0.0), tokens_to_go(size_t(B), 0.0);
+  for (int64_t t = T - 1; t >= 0; --t) {
+    Tensor advantage = Tensor::zeros({B});
+    for (int64_t k = 0; k < B; ++k) {
+      const float m = mask.data()[t * B + k];
+      to_go[size_t(k)] += token_reward[size_t(t * B + k)], tokens_to_go[size_t(k)] += m;
+      if (m > 0 && run.drawn[size_t(k)] > 0)
+        advantage.data()[k] = float(to_go[size_t(k)] - tokens_to_go[size_t(k)] * baseline);
+    }
+    reinforce_sum = reinforce_sum + sum_all(run.log_choice[size_t(t)] * advantage);
     entropy = entropy + run.entropy[size_t(t)] * mask_t[size_t(t)];
   }
-  terms.reinforce = sum_all(log_choice * advantage) * -per_token;
+  terms.reinforce = reinforce_sum * float(-config_.reinforce_weight * per_token);
   terms.entropy = sum_all(entropy) * float(-config_.entropy_bonus * per_token);
   if (std::isfinite(mean_r)) {  // a non-finite batch (its update is skipped), or one that drew no cell, leaves it alone
     const double decay = base[1] > 0 ? config_.baseline_decay : 0.0;

@@ -34,9 +34,11 @@
 // over the batch and divided by its tokens:
 //   cross-entropy (label smoothing as configured)
 //   + attention_reg * sum_b sum_i (1 - sum_t alpha_bti)^2 / tokens      (eq. 14; soft and hard)
-//   hard: + REINFORCE (eq. 12): -(1/tokens) sum_b drawn_b (R_b - len_b * baseline) sum_t log alpha_bt(s_bt),
-//         R_b = log p(y_b | s_b, a) (no smoothing), len_b its tokens, baseline the moving average
-//         of R_b / len_b over the drawn captions (a buffer, saved in checkpoints: named_buffers()
+//   hard: + REINFORCE (eq. 12): -(reinforce_weight/tokens) sum_b drawn_b sum_t (R_bt - n_bt * baseline) log alpha_bt(s_bt),
+//         R_bt = sum_{t' >= t} log p(y_bt' | s_b, a) the reward to go (no smoothing; the words
+//         before t do not depend on s_t, so leaving them out keeps eq. 12's expectation and
+//         drops their variance), n_bt its tokens, baseline the moving average of
+//         log p(y_b | s_b, a) / len_b over the drawn captions (a buffer, saved in checkpoints: named_buffers()
 //         "reinforce_baseline"), drawn_b 0 for a caption that took the expected context
 //         - entropy_bonus * sum_bt H(alpha_bt) / tokens
 //   padded steps count in none of the sums.
