@@ -58,19 +58,25 @@ TEST(OutputCrossEntropy, MatchesLinearPlusCrossEntropy) {
     CrossEntropyOptions o;
     o.ignore_index = 0;
     o.label_smoothing = 0.1f;
-    Tensor fused = models::output_cross_entropy(x, W, b, t, o);
-    backward(affine(fused, 0.5f));
-    Tensor gx = x.grad(), gW = W.grad(), gb = with_bias ? b.grad() : Tensor();
-    x.zero_grad();
-    W.zero_grad();
-    if (with_bias) b.zero_grad();
     Tensor ref = cross_entropy(linear(x, W, b), t, o);
     backward(affine(ref, 0.5f));
-    EXPECT_NEAR(fused.item(), ref.item(), 1e-5 * std::abs(ref.item()));
-    EXPECT_NORMWISE_CLOSE(gx, x.grad(), 1e-4, "dx");
-    EXPECT_NORMWISE_CLOSE(gW, W.grad(), 1e-4, "dW");
-    if (with_bias) EXPECT_NORMWISE_CLOSE(gb, b.grad(), 1e-4, "db");
+    Tensor rx = x.grad(), rW = W.grad(), rb = with_bias ? b.grad() : Tensor();
+    // the default (one block here), blocks of 128 rows and blocks of 7 (the last one partial)
+    for (int64_t block_rows : {int64_t(0), int64_t(128), int64_t(7)}) {
+      SCOPED_TRACE("block_rows " + std::to_string(block_rows));
+      x.zero_grad();
+      W.zero_grad();
+      if (with_bias) b.zero_grad();
+      Tensor fused = models::output_cross_entropy(x, W, b, t, o, block_rows);
+      backward(affine(fused, 0.5f));
+      EXPECT_NEAR(fused.item(), ref.item(), 1e-5 * std::abs(ref.item()));
+      EXPECT_NORMWISE_CLOSE(x.grad(), rx, 1e-4, "dx");
+      EXPECT_NORMWISE_CLOSE(W.grad(), rW, 1e-4, "dW");
+      if (with_bias) EXPECT_NORMWISE_CLOSE(b.grad(), rb, 1e-4, "db");
+    }
   }
+  EXPECT_EQ(models::output_block_rows(8000), 1048);  // 32 MiB of logits
+  EXPECT_EQ(models::output_block_rows(1 << 20), models::kOutputBlockMinRows);
   NoGradGuard ng;  // without grad mode: the loss alone
   Tensor x = randn({5, 4}, rng), W = randn({11, 4}, rng);
   EXPECT_NEAR(models::output_cross_entropy(x, W, Tensor(), targets_with_padding(5, 11)).item(),

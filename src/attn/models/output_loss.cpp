@@ -10,14 +10,12 @@
 #include "attn/tensor/kernels.h"
 
 namespace attn::models {
-namespace {
-
-constexpr int64_t kBlock = 128;  // rows per block: a [128, V] logits block stays cache-friendly
-
-}  // namespace
+int64_t output_block_rows(int64_t V) {
+  return std::max(kOutputBlockMinRows, kOutputBlockBytes / (std::max<int64_t>(V, 1) * int64_t(sizeof(float))));
+}
 
 Tensor output_cross_entropy(const Tensor& x, const Tensor& W, const Tensor& b, const Tensor& targets,
-                            const CrossEntropyOptions& opt) {
+                            const CrossEntropyOptions& opt, int64_t block_rows) {
   if (!x.defined() || !W.defined() || !targets.defined() || x.dim() != 2 || W.dim() != 2 || x.size(1) != W.size(1) ||
       targets.numel() != x.size(0) || (b.defined() && (b.dim() != 1 || b.size(0) != W.size(0))))
     throw std::invalid_argument("output_cross_entropy: x " + shape_str(x) + ", W " + shape_str(W) + ", b " +
@@ -45,18 +43,19 @@ Tensor output_cross_entropy(const Tensor& x, const Tensor& W, const Tensor& b, c
     if (b.defined()) db = Tensor::zeros({V});
   }
   // Only the rows that count go through the GEMMs (padding can be a third of a
-  // batch): they are gathered kBlock at a time into xb.
+  // batch): they are gathered per_block at a time into xb.
   std::vector<int64_t> kept;
   kept.reserve(size_t(count));
   for (int64_t r = 0; r < N; ++r)
     if (int64_t(pt[r]) != opt.ignore_index) kept.push_back(r);
-  const int64_t rows = std::min<int64_t>(count, kBlock);
+  const int64_t per_block = block_rows > 0 ? block_rows : output_block_rows(V);
+  const int64_t rows = std::min<int64_t>(count, per_block);
   Tensor block = Tensor::empty({std::max<int64_t>(rows, 1), V}), xb = Tensor::empty({std::max<int64_t>(rows, 1), R}),
          dxb = Tensor::empty({std::max<int64_t>(rows, 1), R});
   const float inv_count = count ? 1.0f / float(count) : 0.0f;
   double total = 0;
-  for (int64_t k0 = 0; k0 < count; k0 += kBlock) {
-    const int64_t n = std::min(kBlock, count - k0);
+  for (int64_t k0 = 0; k0 < count; k0 += per_block) {
+    const int64_t n = std::min(per_block, count - k0);
     float* lg = block.data();
     for (int64_t i = 0; i < n; ++i)
       std::memcpy(xb.data() + i * R, x.data() + kept[size_t(k0 + i)] * R, size_t(R) * sizeof(float));
