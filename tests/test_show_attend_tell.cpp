@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <deque>
+#include <memory>
 
 #include "attn/autograd/node.h"
 #include "attn/models/show_attend_tell.h"
@@ -309,6 +310,19 @@ TEST(ShowAttendTell, ReinforceEstimatorAveragesToTheExactGradient) {
   EXPECT_NE(model.baseline(), 0.0f);  // the moving average moved
 }
 
+// Two captioners of configs a and b with the same parameters (init seed 8)
+// and the same draws (dropout seed 9), both in training mode.
+struct Twins {
+  std::unique_ptr<ShowAttendTell> a, b;
+};
+Twins twins(const ModelConfig& a, const ModelConfig& b) {
+  Rng init_a(8), init_b(8);
+  Twins t{std::make_unique<ShowAttendTell>(a, init_a, 9), std::make_unique<ShowAttendTell>(b, init_b, 9)};
+  t.a->train(true);
+  t.b->train(true);
+  return t;
+}
+
 // Xu et al.'s variance reduction: a caption that takes the expected context
 // (hard_expected_prob 1: all of them) trains exactly as soft attention does,
 // with no REINFORCE term; at 0.5 about half the captions draw their cells.
@@ -317,10 +331,8 @@ TEST(ShowAttendTell, HardCaptionsTakingTheExpectationTrainAsSoft) {
   soft_c.dropout = hard_c.dropout = 0;
   hard_c.entropy_bonus = 0;
   hard_c.hard_expected_prob = 1;
-  Rng init_soft(8), init_hard(8);
-  ShowAttendTell soft(soft_c, init_soft, 9), hard(hard_c, init_hard, 9);
-  soft.train(true);
-  hard.train(true);
+  Twins m = twins(soft_c, hard_c);
+  ShowAttendTell &soft = *m.a, &hard = *m.b;
   const data::Seq2SeqBatch b = tiny_batch(soft_c, 3, {2, 3, 1}, 15);
   backward(soft.loss(b));
   ShowAttendTell::LossTerms t = hard.loss_terms(b);
@@ -354,10 +366,8 @@ TEST(ShowAttendTell, ReinforceWeightScalesTheReinforceTerm) {
   c.hard_expected_prob = 0;
   ModelConfig quarter = c;
   quarter.reinforce_weight = 0.25;
-  Rng init_a(8), init_b(8);
-  ShowAttendTell full(c, init_a, 9), scaled(quarter, init_b, 9);
-  full.train(true);
-  scaled.train(true);
+  Twins m = twins(c, quarter);
+  ShowAttendTell &full = *m.a, &scaled = *m.b;
   const data::Seq2SeqBatch b = tiny_batch(c, 3, {2, 3, 1}, 15);
   ShowAttendTell::LossTerms f = full.loss_terms(b), s = scaled.loss_terms(b);
   ASSERT_NE(f.reinforce.item(), 0.0f);
