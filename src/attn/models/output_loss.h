@@ -23,8 +23,9 @@ namespace attn::models {
 // The rows of one block by default: as many as a [rows, V] logits block of
 // kOutputBlockBytes holds (at least kOutputBlockMinRows). Fewer, larger blocks
 // pass over dW [V, R] fewer times (each block adds its dlogits^T x into it)
-// and give its GEMM a longer inner dimension: luong's 960 x 512 x 8000 step
-// took 62 ms in one block against 68-71 ms in blocks of 128 rows.
+// and give its GEMM a longer inner dimension: luong's 960 x 512 x 8000
+// forward + backward took 57.4 ms in one block against 66.4 ms in blocks of
+// 128 rows (BENCHMARKS.md, "Luong speed").
 constexpr int64_t kOutputBlockBytes = int64_t(32) << 20;
 constexpr int64_t kOutputBlockMinRows = 128;
 int64_t output_block_rows(int64_t V);

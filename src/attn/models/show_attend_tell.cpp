@@ -253,40 +253,41 @@ ShowAttendTell::LossTerms ShowAttendTell::loss_terms(const data::Seq2SeqBatch& b
   Tensor gap = affine(attention_sum, -1.0f, 1.0f);
   terms.regulariser = sum_all(gap * gap) * float(config_.attention_reg * per_token);
   if (config_.image_attention != ImageAttention::Hard) return terms;
-  // REINFORCE: r_tb = log p(y_tb | s_b, a) per target token, read without autograd
-  std::vector<double> token_reward(size_t(T * B), 0.0);
+  // REINFORCE. The choice s_t is weighed by the reward to go, R_tb = sum_{t' >= t} r_t'b
+  // with r_tb = log p(y_tb | s_b, a), less the baseline of as many tokens n_tb: the
+  // words before t do not depend on s_t, so their terms average to 0
+  // (E[d log alpha_t(s_t)] = 0 given the past) and dropping them leaves the
+  // estimator's expectation, eq. 12's, unchanged while removing their variance.
+  std::vector<double> to_go(size_t(T * B), 0.0), tokens_to_go(size_t(T * B), 0.0);  // R_tb, n_tb
   {
     NoGradGuard ng;
     Tensor logp = log_softmax_rows(linear(run.features.detach(), out_w_, out_b_));  // [T * B, V]
     Tensor targets = time_major(b.tgt_out);
     const int64_t V = logp.size(1);
-    for (int64_t i = 0; i < T * B; ++i)
-      if (mask.data()[i] > 0) token_reward[size_t(i)] = logp.data()[i * V + int64_t(targets.data()[i])];
+    for (int64_t t = T - 1; t >= 0; --t)
+      for (int64_t k = 0; k < B; ++k) {
+        const int64_t i = t * B + k;
+        const bool later = t + 1 < T;
+        to_go[size_t(i)] = later ? to_go[size_t(i + B)] : 0.0;
+        tokens_to_go[size_t(i)] = (later ? tokens_to_go[size_t(i + B)] : 0.0) + mask.data()[i];
+        if (mask.data()[i] > 0) to_go[size_t(i)] += logp.data()[i * V + int64_t(targets.data()[i])];
+      }
   }
-  double mean_r = 0, drawn = 0;  // over the captions that drew their cells (the others have no REINFORCE term)
+  double mean_r = 0, drawn = 0;  // per token, over the captions that drew their cells (the others have no REINFORCE term)
   for (int64_t k = 0; k < B; ++k) {
-    double r = 0, n = 0;
-    for (int64_t t = 0; t < T; ++t) r += token_reward[size_t(t * B + k)], n += mask.data()[t * B + k];
-    mean_r += run.drawn[size_t(k)] * r / std::max(n, 1.0);
+    mean_r += run.drawn[size_t(k)] * to_go[size_t(k)] / std::max(tokens_to_go[size_t(k)], 1.0);
     drawn += run.drawn[size_t(k)];
   }
   mean_r = drawn > 0 ? mean_r / drawn : std::nan("");
   float* base = baseline_.data();  // {moving average, updates}; the first batch is its own baseline
   const double baseline = base[1] > 0 ? double(base[0]) : mean_r;
-  // The choice s_t is weighed by the reward to go, R_tb = sum_{t' >= t} r_t'b,
-  // less the baseline of as many tokens: the words before t do not depend on
-  // s_t, so their terms average to 0 (E[d log alpha_t(s_t)] = 0 given the past)
-  // and dropping them leaves the estimator's expectation, eq. 12's, unchanged
-  // while removing their variance.
   Tensor reinforce_sum = Tensor::zeros({}), entropy = Tensor::zeros({B});
-  std::vector<double> to_go(size_t(B), 0.0), tokens_to_go(size_t(B), 0.0);
-  for (int64_t t = T - 1; t >= 0; --t) {
-    Tensor advantage = Tensor::zeros({B});
+  for (int64_t t = T - 1; t >= 0; --t) {  // the order of the sums that trained the committed figures
+    Tensor advantage = Tensor::zeros({B});  // a constant; 0 at padding and for captions that took the expectation
     for (int64_t k = 0; k < B; ++k) {
-      const float m = mask.data()[t * B + k];
-      to_go[size_t(k)] += token_reward[size_t(t * B + k)], tokens_to_go[size_t(k)] += m;
-      if (m > 0 && run.drawn[size_t(k)] > 0)
-        advantage.data()[k] = float(to_go[size_t(k)] - tokens_to_go[size_t(k)] * baseline);
+      const int64_t i = t * B + k;
+      if (mask.data()[i] > 0 && run.drawn[size_t(k)] > 0)
+        advantage.data()[k] = float(to_go[size_t(i)] - tokens_to_go[size_t(i)] * baseline);
     }
     reinforce_sum = reinforce_sum + sum_all(run.log_choice[size_t(t)] * advantage);
     entropy = entropy + run.entropy[size_t(t)] * mask_t[size_t(t)];
