@@ -16,7 +16,9 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
@@ -136,6 +138,30 @@ struct LiveServer {
   serve::Server server;
   int port = 0;
   std::thread thread;
+};
+
+// A gate a test's explain function waits at, holding the decoding worker
+// until the test opens it; open() may be called more than once.
+class WorkerGate {
+public:
+  void wait() const { opened_.wait(); }
+  void open() {
+    std::call_once(once_, [this] { promise_.set_value(); });
+  }
+
+private:
+  std::promise<void> promise_;
+  std::shared_future<void> opened_ = promise_.get_future().share();
+  std::once_flag once_;
+};
+
+// Opens the gate when it goes out of scope. Declared after everything whose
+// destructor waits for the worker (the LiveServer, the clients' futures), it is
+// destroyed first: an ASSERT that fails and returns releases the worker, and the
+// test fails at once instead of hanging until ctest's timeout.
+struct OpenGateOnExit {
+  WorkerGate& gate;
+  ~OpenGateOnExit() { gate.open(); }
 };
 
 // The value of the metric line "name{labels} value" in a Prometheus text, or -1.

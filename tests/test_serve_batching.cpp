@@ -142,8 +142,8 @@ TEST(ServeBatching, BatchClosesAtMaxBatchOrAfterMaxWait) {
 // released: the queue (2 sentences) fills behind it, the next request is
 // refused with 503 at once, and the queued ones are answered after release.
 TEST(ServeBatching, FullQueueAnswers503AtOnce) {
-  std::promise<void> entered, release;
-  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> entered;
+  WorkerGate gate;
   std::atomic<bool> entered_once{false};
   serve::ServerOptions o;
   o.threads = 1;
@@ -151,16 +151,18 @@ TEST(ServeBatching, FullQueueAnswers503AtOnce) {
   o.max_wait_ms = 0;
   o.explain = [&](const json& req, const Tensor&) {
     if (!entered_once.exchange(true)) entered.set_value();
-    released.wait();
+    gate.wait();
     return json{{"echo", req}};
   };
   LiveServer s(serve_toy_model(), o);
-  auto explain = std::async(std::launch::async, [&] {
+  std::future<httplib::Result> explain, queued;  // their destructors wait for the worker...
+  OpenGateOnExit open_on_every_path{gate};       // ...so it is released before, whichever ASSERT returns
+  explain = std::async(std::launch::async, [&] {
     auto c = s.client();
     return post_json(*c, "/v1/explain", R"({"text": "red cat ."})");
   });
   ASSERT_EQ(entered.get_future().wait_for(std::chrono::seconds(30)), std::future_status::ready);
-  auto queued = std::async(std::launch::async, [&] {
+  queued = std::async(std::launch::async, [&] {
     auto c = s.client();
     return post_json(*c, "/v1/translate", R"({"texts": ["red cat .", "two dogs ."], "beam": 1})");
   });
@@ -182,7 +184,7 @@ TEST(ServeBatching, FullQueueAnswers503AtOnce) {
   EXPECT_EQ(too_many->status, 400);
   EXPECT_EQ(json::parse(too_many->body)["field"], "texts");
   EXPECT_EQ(metric(c->Get("/metrics")->body, "attn_queue_sentences"), 2);
-  release.set_value();
+  gate.open();
   auto q = queued.get();
   ASSERT_TRUE(q);
   EXPECT_EQ(q->status, 200) << q->body;
