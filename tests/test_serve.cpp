@@ -12,9 +12,11 @@
 #include <future>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "attn/data/toy_tasks.h"
 #include "attn/decode/translator.h"
+#include "attn/serve/request.h"
 #include "serve_test_util.h"
 #include "train_test_util.h"
 
@@ -195,6 +197,55 @@ TEST(Serve, EveryErrorStatus) {
   r = post_json(*c, "/v1/translate", R"({"text": "red cat ."})");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200);
+}
+
+// Every message that quotes a request's key or value quotes it escaped and
+// bounded (config::describe_text): a NUL inside a key cut the message at the
+// NUL ({"error": "request.te"}), and a query value went in raw, at any length.
+TEST(Serve, ErrorMessagesQuoteRequestTextEscapedAndBounded) {
+  LiveServer s(serve_toy_model(), options());
+  auto c = s.client();
+  auto r = post_json(*c, "/v1/translate", R"({"text": "a", "te\u0000xt": 1})");
+  expect_error(r, 400, std::string("te\0xt", 5), "NUL in a key", R"(request."te\u0000xt": unknown key (known keys:)");
+  const std::string long_key(5000, 'k');
+  r = post_json(*c, "/v1/translate", json{{"text", "a"}, {long_key + "\n", 1}}.dump());
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400);
+  EXPECT_LT(json::parse(r->body)["error"].get<std::string>().size(), 200u) << "an unbounded key in the message";
+  // query values and names: parsed by the same reader for the image routes
+  const serve::RequestLimits limits;
+  for (const auto& [name, value, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"beam", std::string("2\0x", 3), R"(query.beam: must be a whole number in [1, 16], got "2\u0000x")"},
+           {"beam", std::string(5000, '9'), "got \"9999"},
+           {std::string("be\0am", 5), "1", R"(query: unknown parameter "be\u0000am" (known: beam))"},
+           {"beam", "\xff", "got \"\xef\xbf\xbd\""}}) {
+    try {
+      serve::parse_caption_query({{name, value}}, limits);
+      ADD_FAILURE() << "accepted " << name;
+    } catch (const serve::RequestError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find(says), std::string::npos) << message;
+      EXPECT_LT(message.size(), 200u) << message;
+    }
+  }
+}
+
+// Each request limit out of range is refused naming its own flag.
+TEST(Serve, EachRequestLimitIsNamedWhenOutOfRange) {
+  for (const auto& [flag, set] : std::vector<std::pair<std::string, std::function<void(serve::RequestLimits&)>>>{
+           {"--max-beam", [](serve::RequestLimits& l) { l.max_beam = 0; }},
+           {"--max-top-k", [](serve::RequestLimits& l) { l.max_top_k = 0; }},
+           {"--max-texts", [](serve::RequestLimits& l) { l.max_texts = 0; }},
+           {"--max-src-pieces", [](serve::RequestLimits& l) { l.max_src_pieces = 0; }}}) {
+    auto o = options();
+    set(o.limits);
+    try {
+      serve::Server server(serve_toy_model(), o);
+      ADD_FAILURE() << flag << " 0 accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()), "serve: " + flag + " must be >= 1");
+    }
+  }
 }
 
 }  // namespace

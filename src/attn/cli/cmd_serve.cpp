@@ -37,6 +37,10 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-src-pieces", s.limits.max_src_pieces, "a text of more source pieces: 400")
       ->capture_default_str();
   cmd->add_option("--max-beam", s.limits.max_beam, "largest beam a request may ask for")->capture_default_str();
+  cmd->add_option("--max-top-k", s.limits.max_top_k, "largest top_k an explain request may ask for")
+      ->capture_default_str();
+  cmd->add_option("--max-texts", s.limits.max_texts, "most texts in one request (at most --queue)")
+      ->capture_default_str();
   cmd->add_option("--threads", s.threads, "compute threads of the decoder")->capture_default_str();
   cmd->add_option("--http-threads", s.http_threads, "connections served at once")->capture_default_str();
   cmd->add_option("--timeout-s", s.timeout_s, "read / write / keep-alive timeout of a connection")

@@ -45,16 +45,32 @@ private:
 // to about 80 bytes, at a UTF-8 boundary), a list or an object by its size.
 // Never j.dump() of outside input in a message: dump recurses once per nesting
 // level, and a 64 KiB request body of '[' overflowed the stack (fuzzing).
+// A string is escaped (a NUL is \u0000, never a raw byte that would cut the
+// message where what() is read as a C string) and bytes that are not UTF-8
+// are replaced (U+FFFD), so the message is always valid JSON text.
 inline std::string describe(const nlohmann::json& v) {
   if (v.is_array()) return "a list of " + std::to_string(v.size()) + " items";
   if (v.is_object()) return "an object of " + std::to_string(v.size()) + " keys";
-  std::string s = v.dump();
+  std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (s.size() > 80) {
     size_t cut = 77;
     while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a code point
     s = s.substr(0, cut) + "...";
   }
   return s;
+}
+
+// Text from outside (a key, a query parameter or a header value) for an error
+// message: quoted, escaped and bounded as describe() does a JSON string.
+inline std::string describe_text(const std::string& text) { return describe(nlohmann::json(text)); }
+
+// A key for an error message: as it is when it is a plain name ("beam",
+// "max_epochs"), else quoted by describe_text.
+inline std::string describe_key(const std::string& key) {
+  const bool plain = !key.empty() && key.size() <= 64 && key.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                                                               "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                                               "0123456789_-") == std::string::npos;
+  return plain ? key : describe_text(key);
 }
 
 class ObjectReader {
@@ -140,7 +156,8 @@ public:
       if (!asked_.count(it.key())) {
         std::string known;
         for (const auto& k : asked_) known += (known.empty() ? "" : ", ") + k;
-        throw FieldError(it.key(), key_path(it.key()) + ": unknown key (known keys: " + known + ")", key_path(it.key()));
+        throw FieldError(it.key(), path_ + "." + describe_key(it.key()) + ": unknown key (known keys: " + known + ")",
+                         key_path(it.key()));
       }
   }
 

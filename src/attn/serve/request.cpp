@@ -60,7 +60,7 @@ public:
     const long n = digits ? std::stol(*v) : -1;
     if (!digits || n < lo || n > hi)
       throw RequestError(key, "query." + key + ": must be a whole number in [" + std::to_string(lo) + ", " +
-                                  std::to_string(hi) + "], got \"" + *v + "\"");
+                                  std::to_string(hi) + "], got " + config::describe_text(*v));
     return int(n);
   }
 
@@ -69,7 +69,7 @@ public:
     if (!v) return dflt;
     if (*v == "true" || *v == "1") return true;
     if (*v == "false" || *v == "0") return false;
-    throw RequestError(key, "query." + key + ": must be true or false, got \"" + *v + "\"");
+    throw RequestError(key, "query." + key + ": must be true or false, got " + config::describe_text(*v));
   }
 
   void finish() const {
@@ -77,7 +77,7 @@ public:
       if (!read_.count(key)) {
         std::string known;
         for (const std::string& k : read_) known += (known.empty() ? "" : ", ") + k;
-        throw RequestError(key, "query: unknown parameter \"" + key + "\" (known: " + known + ")");
+        throw RequestError(key, "query: unknown parameter " + config::describe_text(key) + " (known: " + known + ")");
       }
   }
 

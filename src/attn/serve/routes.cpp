@@ -4,6 +4,7 @@
 #include <cctype>
 #include <exception>
 
+#include "attn/config/object_reader.h"
 #include "attn/image/codec.h"
 #include "attn/models/config.h"
 #include "attn/serve/request.h"
@@ -92,7 +93,7 @@ const char* kImageTypes = "Content-Type image/png, image/jpeg or application/oct
 bool check_image_type(const httplib::Request& req, httplib::Response& res) {
   const std::string t = media_type(req);
   if (t.empty() || is_image_type(t)) return true;
-  set_error(res, 415, "POST " + req.path + ": the body must be the image file's bytes (" + kImageTypes + "), got " + t);
+  set_error(res, 415, "POST " + req.path + ": the body must be the image file's bytes (" + kImageTypes + "), got " + config::describe_text(t));
   return false;
 }
 
@@ -202,7 +203,7 @@ void handle_health(const RouteContext& ctx, httplib::Response& res) {
 
 void handle_static(const httplib::Request& req, httplib::Response& res) {
   const StaticFile* f = find_static_file(req.path);
-  if (!f) return set_error(res, 404, "no such path: " + req.path);
+  if (!f) return set_error(res, 404, "no such path: " + config::describe_text(req.path));
   res.set_content(reinterpret_cast<const char*>(f->data), f->size, f->content_type);
   res.set_header("Cache-Control", "no-cache");
 }

@@ -7,6 +7,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "attn/config/object_reader.h"
 #include "attn/serve/batcher.h"
 #include "attn/serve/metrics.h"
 #include "attn/serve/model_batch.h"
@@ -29,7 +30,9 @@ ServerOptions checked(ServerOptions o) {
   need(o.threads >= 1, "--threads must be >= 1");
   need(o.timeout_s >= 1, "--timeout-s must be >= 1");
   need(o.http_threads >= 1, "--http-threads must be >= 1");
-  need(o.limits.max_beam >= 1 && o.limits.max_top_k >= 1 && o.limits.max_texts >= 1, "request limits must be >= 1");
+  need(o.limits.max_beam >= 1, "--max-beam must be >= 1");
+  need(o.limits.max_top_k >= 1, "--max-top-k must be >= 1");
+  need(o.limits.max_texts >= 1, "--max-texts must be >= 1");
   need(o.limits.max_src_pieces >= 1, "--max-src-pieces must be >= 1");
   o.limits.max_texts = std::min(o.limits.max_texts, o.queue);  // a request the queue cannot hold is refused (400)
   return o;
@@ -43,7 +46,7 @@ thread_local std::optional<std::chrono::steady_clock::time_point> request_start;
 // The message of an error httplib answers by itself (no handler ran)
 std::string builtin_error(int status, const httplib::Request& req, size_t max_body) {
   switch (status) {
-    case 404: return "no such path: " + req.path;
+    case 404: return "no such path: " + config::describe_text(req.path);
     case 413: return "request body over the limit of " + std::to_string(max_body) + " bytes (--max-body)";
     case 400: return "malformed HTTP request";
     default: return std::string("HTTP error ") + std::to_string(status);
