@@ -1,7 +1,8 @@
 // The micro-batcher behind `attn serve`, through the real server and model:
 // concurrent clients each get exactly the answer their request gets alone,
 // batches form (and respect --max-batch), a full queue answers 503 at once,
-// and explain requests run on the decoding worker, validated.
+// and explain requests run on the decoding worker, validated; and the
+// batcher alone: a long request takes turns with later ones.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <sstream>
 
 #include "attn/data/toy_tasks.h"
+#include "attn/serve/batcher.h"
 #include "serve_test_util.h"
 
 namespace attn::testing {
@@ -193,6 +195,47 @@ TEST(ServeBatching, FullQueueAnswers503AtOnce) {
   ASSERT_TRUE(e);
   EXPECT_EQ(e->status, 200);
   EXPECT_EQ(metric(c->Get("/metrics")->body, R"(attn_http_requests_total{path="/v1/translate",status="503"})"), 1);
+}
+
+// A request of many sentences is decoded in batches of --max-batch, taking
+// turns with the requests that arrive meanwhile: one of 40 sentences at beam 16
+// does not hold a greedy request behind all of them (before: it went in one
+// batch of 40, and a 3-word greedy request waited 57 s behind such a one).
+// The worker runs a decode function of the test's own, held at its first
+// batch until the second request is queued: the order does not depend on timing.
+TEST(ServeBatching, LongRequestTakesTurnsWithLaterOnes) {
+  WorkerGate gate;
+  std::mutex mu;
+  std::vector<std::vector<std::string>> batches;  // each batch's texts, in decoding order
+  serve::TranslateBatch echo = [&](const std::vector<std::string>& texts, const serve::BatchKey&) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      batches.push_back(texts);
+    }
+    gate.wait();
+    std::vector<decode::Translation> out(texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) out[i].hypotheses.push_back({texts[i] + "!", {}, 0, 0, true, {}});
+    return out;
+  };
+  serve::MicroBatcher batcher({/*max_batch*/ 4, std::chrono::microseconds(0), /*capacity*/ 64, 1}, echo, {}, {});
+  std::vector<std::string> long_texts;
+  for (int i = 0; i < 40; ++i) long_texts.push_back("long " + std::to_string(i));
+  std::future<std::vector<decode::Translation>> long_request, short_request;
+  OpenGateOnExit open_on_every_path{gate};
+  long_request = batcher.submit_translate(long_texts, {16, false, false});
+  for (int i = 0; i < 3000 && batcher.queued_sentences() != 36; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(batcher.queued_sentences(), 36) << "the first batch holds 4 of the 40 sentences";
+  short_request = batcher.submit_translate({"red cat ."}, {1, false, false});
+  gate.open();
+  const std::vector<decode::Translation> short_answer = short_request.get(), long_answer = long_request.get();
+  ASSERT_EQ(short_answer.size(), 1u);
+  EXPECT_EQ(short_answer[0].hypotheses[0].text, "red cat .!");
+  ASSERT_EQ(long_answer.size(), 40u);
+  for (size_t i = 0; i < 40; ++i) EXPECT_EQ(long_answer[i].hypotheses[0].text, long_texts[i] + "!") << i;
+  ASSERT_EQ(batches.size(), 11u);  // ten of the long one, one of the short one
+  EXPECT_EQ(batches[1], std::vector<std::string>{"red cat ."}) << "the short request waited for more than one batch";
+  for (const auto& b : batches) EXPECT_LE(b.size(), 4u);
 }
 
 // /v1/explain: the server validates the fields and fills in the defaults,

@@ -16,7 +16,11 @@ struct MicroBatcher::Job {
   std::promise<decode::PieceCaption> caption;
   std::promise<nlohmann::json> explanation;
   std::chrono::steady_clock::time_point arrived = std::chrono::steady_clock::now();
+  int64_t taken = 0;                      // sentences handed to batches so far (a translation: texts[0, taken))
+  std::vector<decode::Translation> done;  // translate: [texts], filled batch by batch
+  bool failed = false;                    // a batch of it threw: the promise holds the exception
   int64_t sentences() const { return explain || key.image ? 1 : int64_t(texts.size()); }
+  int64_t waiting() const { return sentences() - taken; }
 };
 
 MicroBatcher::MicroBatcher(BatcherOptions options, TranslateBatch translate, CaptionBatch caption,
@@ -66,6 +70,7 @@ std::future<std::vector<decode::Translation>> MicroBatcher::submit_translate(std
   auto job = std::make_shared<Job>();
   job->key = key;
   job->texts = std::move(texts);
+  job->done.resize(job->texts.size());
   auto f = job->translations.get_future();
   enqueue(job);
   return f;
@@ -95,38 +100,55 @@ std::future<nlohmann::json> MicroBatcher::submit_explain(nlohmann::json request,
 int64_t MicroBatcher::compatible_sentences(const BatchKey& key) const {
   int64_t n = 0;
   for (const auto& j : queue_)
-    if (!j->explain && j->key == key) n += j->sentences();
+    if (!j->explain && j->key == key) n += j->waiting();
   return n;
 }
 
-std::vector<std::shared_ptr<MicroBatcher::Job>> MicroBatcher::take_batch(std::unique_lock<std::mutex>& lock) {
+std::vector<MicroBatcher::Slice> MicroBatcher::take_batch(std::unique_lock<std::mutex>& lock) {
   const std::shared_ptr<Job> first = queue_.front();
-  std::vector<std::shared_ptr<Job>> batch;
   if (first->explain) {
     queue_.pop_front();
     queued_ -= 1;
-    return {first};
+    first->taken = 1;
+    return {{first, 0, 1}};
   }
   const auto deadline = first->arrived + options_.max_wait;
   while (!stopping_ && compatible_sentences(first->key) < options_.max_batch &&
          std::chrono::steady_clock::now() < deadline)
     cv_.wait_until(lock, deadline);
-  // the first request (still the oldest: only this thread takes), then the
-  // compatible ones that fit, in arrival order
+  // the first request (still at the front: only this thread takes), then the
+  // compatible ones in queue order, each giving as many of its waiting
+  // sentences as fit in max_batch. Each leaves the queue; one with sentences
+  // left goes back at its end once this batch is decoded (requeue).
+  std::vector<Slice> batch;
   int64_t n = 0;
-  for (auto it = queue_.begin(); it != queue_.end();) {
+  for (auto it = queue_.begin(); it != queue_.end() && n < options_.max_batch;) {
     Job& j = **it;
-    if (!j.explain && j.key == first->key && (batch.empty() || n + j.sentences() <= options_.max_batch)) {
-      n += j.sentences();
-      batch.push_back(*it);
-      it = queue_.erase(it);
-      if (n >= options_.max_batch) break;
-    } else {
+    if (j.explain || !(j.key == first->key)) {
       ++it;
+      continue;
     }
+    const int64_t k = std::min(j.waiting(), options_.max_batch - n);
+    batch.push_back({*it, j.taken, j.taken + k});
+    j.taken += k;
+    n += k;
+    it = queue_.erase(it);
   }
   queued_ -= n;
   return batch;
+}
+
+void MicroBatcher::requeue(const std::vector<Slice>& batch) {
+  for (const Slice& s : batch) {
+    Job& j = *s.job;
+    if (j.waiting() == 0) continue;
+    if (j.failed) {  // its answer is the exception already: the rest is not decoded
+      queued_ -= j.waiting();
+      j.taken = j.sentences();
+      continue;
+    }
+    queue_.push_back(s.job);  // behind every request that arrived meanwhile
+  }
 }
 
 void MicroBatcher::work() {
@@ -135,42 +157,43 @@ void MicroBatcher::work() {
   for (;;) {
     cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
     if (queue_.empty()) return;  // stopping, and every request answered
-    std::vector<std::shared_ptr<Job>> batch = take_batch(lock);
+    std::vector<Slice> batch = take_batch(lock);
     lock.unlock();
-    if (batch.front()->explain)
-      run_explain(*batch.front());
-    else if (batch.front()->key.image)
+    if (batch.front().job->explain)
+      run_explain(*batch.front().job);
+    else if (batch.front().job->key.image)
       run_caption(batch);
     else
       run_translate(batch);
     lock.lock();
+    requeue(batch);
   }
 }
 
-void MicroBatcher::run_translate(const std::vector<std::shared_ptr<Job>>& batch) {
+void MicroBatcher::run_translate(const std::vector<Slice>& batch) {
   std::vector<std::string> texts;
-  for (const auto& j : batch) texts.insert(texts.end(), j->texts.begin(), j->texts.end());
-  std::vector<std::vector<decode::Translation>> answers;  // per request
+  for (const Slice& s : batch) texts.insert(texts.end(), s.job->texts.begin() + s.begin, s.job->texts.begin() + s.end);
   try {
-    std::vector<decode::Translation> all = translate_(texts, batch.front()->key);
+    std::vector<decode::Translation> all = translate_(texts, batch.front().job->key);
     if (all.size() != texts.size()) throw std::logic_error("serve: the decoder returned a wrong number of translations");
-    size_t at = 0;
-    for (const auto& j : batch) {
-      answers.emplace_back(std::make_move_iterator(all.begin() + long(at)),
-                           std::make_move_iterator(all.begin() + long(at + j->texts.size())));
-      at += j->texts.size();
-    }
+    auto at = all.begin();
+    for (const Slice& s : batch)
+      for (int64_t i = s.begin; i < s.end; ++i) s.job->done[size_t(i)] = std::move(*at++);
   } catch (...) {
-    for (const auto& j : batch) j->translations.set_exception(std::current_exception());
-    answers.clear();
+    for (const Slice& s : batch)
+      if (!s.job->failed) s.job->translations.set_exception(std::current_exception());
+    for (const Slice& s : batch) s.job->failed = true;
   }
   // recorded before the answers go out: a client that has its answer sees its batch in /metrics
   if (on_batch_) on_batch_(int64_t(texts.size()));
-  for (size_t i = 0; i < answers.size(); ++i) batch[i]->translations.set_value(std::move(answers[i]));
+  for (const Slice& s : batch)  // a request whose last sentences were in this batch is answered
+    if (!s.job->failed && s.end == s.job->sentences()) s.job->translations.set_value(std::move(s.job->done));
 }
 
 // The batch's images stacked into one pixels tensor [B, 3, H, W], captioned in one search.
-void MicroBatcher::run_caption(const std::vector<std::shared_ptr<Job>>& batch) {
+void MicroBatcher::run_caption(const std::vector<Slice>& slices) {
+  std::vector<std::shared_ptr<Job>> batch;  // one image each
+  for (const Slice& s : slices) batch.push_back(s.job);
   std::vector<decode::PieceCaption> captions;
   try {
     if (!caption_) throw std::logic_error("serve: no caption function (a text model)");

@@ -2,11 +2,19 @@
 // and ONE worker thread decodes them, several requests' sentences (or
 // uploaded images, for an image model) together.
 //
-//   - A batch starts with the oldest waiting request and takes, in arrival
-//     order, the waiting requests with the same BatchKey (beam size,
-//     alignments, text or image), while its sentences stay within max_batch
-//     (the first request always goes in whole, even when it alone has more).
-//     An image counts as one sentence.
+//   - A batch starts with the request at the front of the queue and takes, in
+//     queue order, the waiting requests with the same BatchKey (beam size,
+//     alignments, text or image), each with as many of its waiting sentences
+//     as fit: a batch never holds more than max_batch sentences. An image
+//     counts as one sentence.
+//   - A request of more sentences than a batch takes is decoded in turns: after
+//     each batch, its remaining sentences go to the back of the queue, behind
+//     every request that arrived meanwhile. So a request waits for at most one
+//     batch of each request ahead of it, never for all of a long one's
+//     sentences (a 256-sentence request at beam 16 held a 3-word greedy one
+//     for 57 s). Its answer goes out when its last batch is decoded; if a batch
+//     throws, the request gets the exception and its remaining sentences are
+//     dropped.
 //   - It closes when the compatible waiting sentences reach max_batch, or
 //     max_wait after its first request arrived (a bounded wait), or at stop().
 //   - An explain request runs alone, in its turn.
@@ -90,12 +98,18 @@ public:
 
 private:
   struct Job;
+  // sentences [begin, end) of a job in one batch
+  struct Slice {
+    std::shared_ptr<Job> job;
+    int64_t begin, end;
+  };
   void enqueue(const std::shared_ptr<Job>& job);
   void work();
-  std::vector<std::shared_ptr<Job>> take_batch(std::unique_lock<std::mutex>& lock);
+  std::vector<Slice> take_batch(std::unique_lock<std::mutex>& lock);
+  void requeue(const std::vector<Slice>& batch);  // under mu_, after the batch is decoded
   int64_t compatible_sentences(const BatchKey& key) const;
-  void run_translate(const std::vector<std::shared_ptr<Job>>& batch);
-  void run_caption(const std::vector<std::shared_ptr<Job>>& batch);
+  void run_translate(const std::vector<Slice>& batch);
+  void run_caption(const std::vector<Slice>& batch);
   void run_explain(Job& job);
 
   BatcherOptions options_;
@@ -105,8 +119,8 @@ private:
   std::function<void(int64_t)> on_batch_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::shared_ptr<Job>> queue_;
-  int64_t queued_ = 0;  // sentences (and images) in queue_
+  std::deque<std::shared_ptr<Job>> queue_;  // requests with sentences waiting (one in a batch being decoded is out)
+  int64_t queued_ = 0;  // sentences (and images) waiting: not yet taken by a batch
   bool stopping_ = false;
   std::thread worker_;
 };
