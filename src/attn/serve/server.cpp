@@ -9,6 +9,7 @@
 
 #include "attn/config/object_reader.h"
 #include "attn/serve/batcher.h"
+#include "attn/serve/connection.h"
 #include "attn/serve/metrics.h"
 #include "attn/serve/model_batch.h"
 #include "attn/serve/routes.h"
@@ -61,7 +62,7 @@ struct Server::Impl {
   Metrics metrics;
   MicroBatcher batcher;
   RouteContext context;
-  httplib::Server http;
+  PipelinedServer http;
   int port = -1;
   int listen_fd = -1;  // the listening socket (httplib's socket options hook reports it)
   std::atomic<bool> stop_requested{false}, running{false};
@@ -118,6 +119,7 @@ struct Server::Impl {
         seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - *request_start).count();
       request_start.reset();
       metrics.record_request(req.path, res.status, seconds);
+      if (res.get_header_value("Connection") == "close") close_after_this_answer();
     });
     add_routes(http, context);
   }
