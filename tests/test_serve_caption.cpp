@@ -139,6 +139,10 @@ TEST(ServeCaption, BadUploadsAndWrongRoutesAreRefused) {
   auto r = post_image(*c, "/v1/caption", fits);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 200) << r->body;
+  // a compressed upload: 415 before it is read (httplib 0.11 would unpack it past --max-body)
+  auto gz = s.client();
+  gz->set_compress(true);
+  expect_refusal(post_image(*gz, "/v1/caption", png), 415, nullptr, "Content-Encoding \"gzip\" is not accepted");
   // a body over --max-body: 413 before the route
   expect_refusal(post_image(*c, "/v1/caption", png + std::string(20001 - png.size(), '\0')), 413, nullptr, "--max-body");
   // the routes of a text model, and JSON to an image model's explain

@@ -10,6 +10,7 @@
 #include "attn/config/object_reader.h"
 #include "attn/serve/batcher.h"
 #include "attn/serve/connection.h"
+#include "attn/serve/header_checks.h"
 #include "attn/serve/metrics.h"
 #include "attn/serve/model_batch.h"
 #include "attn/serve/routes.h"
@@ -96,13 +97,14 @@ struct Server::Impl {
     });
     http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
       request_start = std::chrono::steady_clock::now();
-      // httplib 0.11 reads a chunked body whole, past --max-body (a 1 MiB body reached the
-      // route): refused here, before its body is read; every client of the API sends a length
-      if (req.has_header("Transfer-Encoding")) {
-        set_error(res, 411, "a request body needs a Content-Length (Transfer-Encoding is not accepted)");
-        res.set_header("Connection", "close");
-        return httplib::Server::HandlerResponse::Handled;
-      }
+      // before the body is read: refused bodies (header_checks.h) are never read
+      for (const auto& [name, value] : req.headers)
+        if (const std::optional<HeaderRefusal> no = refuse_header(name, value)) {
+          set_error(res, no->status, no->message);
+          if (no->status == 415) res.set_header("Accept-Encoding", "identity");  // RFC 9110, 15.5.16
+          res.set_header("Connection", "close");  // the body is unread: nothing after it can be parsed
+          return httplib::Server::HandlerResponse::Handled;
+        }
       return httplib::Server::HandlerResponse::Unhandled;
     });
     http.set_error_handler(httplib::Server::HandlerWithResponse(
