@@ -1,6 +1,6 @@
 // `attn serve` as a process (SIGTERM while requests are in flight: they are
-// answered, new connections are refused, the exit status is 0) and slow
-// clients (a connection that stalls is closed after --timeout-s).
+// answered, new connections are refused, the exit status is 0; a port in use)
+// and slow clients (a connection that stalls is closed after --timeout-s).
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -181,6 +181,32 @@ TEST(ServeProcess, ExplainRouteIsAttnExplain) {
   }
   ::kill(p.pid, SIGTERM);
   EXPECT_EQ(p.wait_exit(30), 0);
+}
+
+// The port from the child's first line, "attn serve: listening on http://127.0.0.1:PORT", or -1.
+int listening_port(ServeProcess& p) {
+  const std::string first = p.line();
+  const std::string prefix = "attn serve: listening on http://127.0.0.1:";
+  EXPECT_EQ(first.rfind(prefix, 0), 0u) << first;
+  return first.rfind(prefix, 0) == 0 ? std::stoi(first.substr(prefix.size())) : -1;
+}
+
+// A second server on a port in use exits 1 saying so. httplib's default socket
+// options set SO_REUSEPORT: the second one bound the same port, said
+// "listening", and the kernel split the connections between the two servers.
+TEST(ServeProcess, SecondServerOnAPortInUseExitsOne) {
+  ServeProcess first({"-m", serve_toy_run(), "--port", "0", "--threads", "1"});
+  const int port = listening_port(first);
+  ASSERT_GT(port, 0);
+  ServeProcess second({"-m", serve_toy_run(), "--port", std::to_string(port), "--threads", "1"});
+  ASSERT_EQ(second.line(), "attn: serve: port " + std::to_string(port) + " on 127.0.0.1 is in use (another server?)\n");
+  EXPECT_EQ(second.wait_exit(30), 1);
+  httplib::Client c("127.0.0.1", port);
+  auto h = c.Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  ::kill(first.pid, SIGTERM);
+  EXPECT_EQ(first.wait_exit(30), 0);
 }
 
 TEST(ServeProcess, SlowClientsTimeOut) {

@@ -3,7 +3,9 @@
 #include <sys/socket.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 
@@ -92,7 +94,11 @@ struct Server::Impl {
     http.set_tcp_nodelay(true);
     http.set_payload_max_length(options.max_body);
     http.set_socket_options([this](socket_t sock) {
-      httplib::default_socket_options(sock);
+      // not httplib::default_socket_options: its SO_REUSEPORT let a second server bind
+      // a port in use, and the kernel then split the connections between the two.
+      // SO_REUSEADDR alone rebinds over TIME_WAIT connections, never over a listener.
+      const int yes = 1;
+      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
       listen_fd = sock;
     });
     http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
@@ -138,10 +144,16 @@ Server::~Server() {
 
 int Server::bind() {
   Impl& s = *impl_;
+  errno = 0;
   s.port = s.options.port == 0 ? s.http.bind_to_any_port(s.options.host)
                                : (s.http.bind_to_port(s.options.host, s.options.port) ? s.options.port : -1);
+  const int err = errno;  // bind's (httplib closes the socket after, which keeps errno)
+  if (s.port < 0 && err == EADDRINUSE)
+    throw std::runtime_error("serve: port " + std::to_string(s.options.port) + " on " + s.options.host +
+                             " is in use (another server?)");
   if (s.port < 0)
-    throw std::runtime_error("serve: cannot listen on " + s.options.host + ":" + std::to_string(s.options.port));
+    throw std::runtime_error("serve: cannot listen on " + s.options.host + ":" + std::to_string(s.options.port) +
+                             (err ? std::string(": ") + std::strerror(err) : std::string()));
   // httplib 0.11 listens with a backlog of 5: of 1,000 clients connecting at once most
   // would wait for SYN retransmissions (1 s, 3 s, 7 s, ...). Listening again only
   // raises the backlog (to the kernel's cap): they queue until a connection thread is free.
