@@ -32,7 +32,8 @@ struct ServerOptions {
   int64_t max_batch = 32;          // a batch closes at this many sentences...
   int max_wait_ms = 5;             // ...or this long after its first request arrived
   int64_t queue = 256;             // sentences waiting for the decoder; a request that does not fit: 503
-  size_t max_body = 65536;         // bytes; a longer body: 413 (an uploaded image's bytes too)
+  size_t max_body = 65536;         // bytes; a longer body: 413 (an uploaded image's bytes too). A request
+                                   // in flight takes up to ~320x this (RELIABILITY.md: the memory bound)
   long long max_image_pixels = 2048LL * 2048;  // an upload declaring more pixels (width * height): 413
   int threads = 2;                 // compute threads of the decoding worker (OpenMP / BLAS)
   int timeout_s = 5;               // read / write / keep-alive timeout of a connection
