@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "attn/cli/commands.h"
+#include "attn/cli/search_options.h"
 #include "attn/decode/captioner.h"
 #include "attn/decode/model_dir.h"
 #include "attn/image/codec.h"
@@ -105,7 +106,7 @@ CLI::App* add_caption_command(CLI::App& app) {
   cmd->add_option("-m,--model", o->model, "run directory of an image model written by `attn train`");
   cmd->add_option("--weights", o->weights, "weights file to use instead of RUN/model.safetensors");
   cmd->add_option("images", o->images, "image files to caption (PNG or JPEG)");
-  cmd->add_option("--beam", o->search.beam, "beam size (1: greedy)")->capture_default_str()->check(CLI::Range(1, 64));
+  add_beam_option(*cmd, o->search.beam, "beam size (1: greedy)", false);
   cmd->add_option("--length-penalty", o->search.length_penalty, "alpha in score = log p / length^alpha")
       ->capture_default_str()->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--max-words", o->search.max_words, "pieces a caption may have")
@@ -119,7 +120,7 @@ CLI::App* add_caption_command(CLI::App& app) {
   cmd->add_option("--blend", o->blend, "mask (darken where the word does not look) or colormap (viridis)")
       ->capture_default_str()->check(CLI::IsMember({"mask", "colormap"}));
   cmd->add_option("--batch", o->batch, "images per search")->capture_default_str()->check(CLI::Range(1, 1024));
-  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
+  add_threads_option(*cmd, o->threads);
   cmd->callback([cmd, o] {
     if (cmd->get_subcommands().empty()) run_captioning(*o);  // `caption data` / `caption sheet` ran their own
   });

@@ -37,6 +37,7 @@ struct ExplainOptions {
   bool words = false;           // merge SentencePiece pieces into words (merge_words)
   double max_len_ratio = 2.0;   // the search's length limit, as SearchOptions
   int64_t max_len_offset = 5;   // see max_len_ratio
+  int64_t max_src_pieces = 250; // a text of more source pieces is refused (std::invalid_argument), never cut
 };
 
 // One decoder step of the explained path, over source pieces.
