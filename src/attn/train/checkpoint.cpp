@@ -153,7 +153,7 @@ TrainerState parse_trainer_json(const std::string& path, std::string& id, nlohma
   try {
     j = nlohmann::json::parse(read_text(path));
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(path + ": not valid JSON: " + e.what());
+    throw std::runtime_error(path + ": not valid JSON: " + config::parse_error_text(e));
   }
   auto field = [&](const char* key) -> const nlohmann::json& {
     if (!j.is_object() || !j.contains(key)) throw std::runtime_error(path + ": missing field '" + key + "'");
