@@ -12,6 +12,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 
 #include "attn/cli/commands.h"
 #include "attn/cli/search_options.h"
@@ -80,9 +81,13 @@ void caption_chunk(const CaptionOpts& o, const decode::TranslationModel& tm, con
     for (int id : caps[k].tokens) pieces.push_back(tm.tgt_vocab->piece(id));
     const decode::WordCaption words = decode::merge_pieces(pieces, caps[k].attention, in.grid_h * in.grid_w);
     if (words.words.empty()) continue;  // an empty caption: no word to draw
-    const viz::ImageAttention overlay = caption_overlay(image::read_image(paths[k]), in, words, caption);
     const std::string name = std::to_string(first + k + 1) + "-" + std::filesystem::path(paths[k]).stem().string();
-    viz::write_attention_files(o.attention_dir, name, overlay, overlay_style(o));
+    try {
+      const viz::ImageAttention overlay = caption_overlay(image::read_image(paths[k]), in, words, caption);
+      viz::write_attention_files(o.attention_dir, name, overlay, overlay_style(o));
+    } catch (const std::invalid_argument& e) {  // the figure code sees pixels, not files: name the image here
+      throw std::invalid_argument(paths[k] + ": --attention: " + e.what());
+    }
   }
 }
 
