@@ -2,7 +2,7 @@
 // step at a time (decode/explain.h): per line of input (stdin or -i), the
 // query, each source token's alignment score and weight, the context, the
 // top-k next tokens and the chosen one; --format json prints one object per
-// line (README "attn explain" lists the fields). `attn explain --example NAME`
+// line (docs/explain-and-figures.md lists the fields). `attn explain --example NAME`
 // prints a seed tutorial's worked example (decode/explain_examples.h).
 // A captioning run (an image model) is explained over its grid: the inputs are
 // image files (arguments, or one path per line of -i / stdin), each step shows
