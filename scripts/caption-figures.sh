@@ -2,7 +2,7 @@
 # Issue 15's figures (BENCHMARKS.md, "Captioning"): the generated scenes, the
 # three captioners (soft attention, hard attention, no attention) trained with
 # their committed configs, each scored on the test split by `attn caption eval`
-# (all images, then 1, 2 and 3 objects), and the README's attention figures.
+# (all images, then 1, 2 and 3 objects), and the attention figures of docs/captioning.md.
 #   bash scripts/caption-figures.sh [soft|hard|noattn]...   (default: all three)
 #   SCORE_ONLY=1 bash scripts/caption-figures.sh soft      (score an existing run, no training)
 # Every training run stops at its config's train.max_minutes (25); the run
@@ -38,7 +38,7 @@ for kind in "${kinds[@]}"; do
       done | tee -a "$out"
   done
 done
-# The README's figures: one test image with three objects, soft and hard attention over it
+# The figures of docs/captioning.md: one test image with three objects, soft and hard attention over it
 image=$(/usr/bin/python3 -c '
 import json
 d = json.load(open("runs/scenes/dataset_shapes.json"))
@@ -47,6 +47,6 @@ for kind in soft hard; do
   if [ -d "runs/caption-$kind" ]; then
     "$attn" caption -m "runs/caption-$kind" "$image" --attention "docs/img/caption-$kind" \
       $([ "$kind" = hard ] && echo --upsample nearest)
-    rm -f docs/img/caption-$kind/*.[0-9][0-9].png  # the README shows the strip; the per-word files repeat its panels
+    rm -f docs/img/caption-$kind/*.[0-9][0-9].png  # docs/captioning.md shows the strip; the per-word files repeat its panels
   fi
 done

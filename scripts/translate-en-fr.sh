@@ -45,7 +45,7 @@ done
 start=$SECONDS
 elapsed() { printf '%dm%02ds' $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)); }
 say() { printf '\n== %s ==\n' "$*"; }
-run() { printf '$ %s\n' "$*"; "$@"; }
+source scripts/lib/run.sh  # run CMD: echo it (on stderr), then run it
 
 minutes=$(sed -n 's/^ *max_minutes: *\([0-9.]*\).*/\1/p' "$CONFIG")
 for kv in "$@"; do case "$kv" in train.max_minutes=*) minutes=${kv#*=} ;; esac; done

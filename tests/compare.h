@@ -33,10 +33,26 @@ inline bool raise_worst(double& worst, double x) {
   return changed;
 }
 
+// The rounding any fp32 (or fp64) computation may leave in any element,
+// whatever that element's size: kRoundingUlps ulp of the tensor's largest
+// element. Why: an element that is a sum of many products rounds at the scale
+// of its terms, not of its result, so one near zero in a tensor of scale 2 can
+// differ by 6e-8 between two correct summation orders (AVX2 against AVX-512:
+// 1.3e-5 relative to that element, over a 1e-5 tolerance). numpy.allclose and
+// torch.testing.assert_close take such an absolute floor (atol) for the same
+// reason. A difference up to it counts as none; above it, the excess is judged
+// relative to the element. 16 ulp: two orders of a sum of n products differ
+// by about sqrt(n) ulp of the partial sums, which exceed the result where terms
+// cancel (256 cancelling products: 4.8 ulp of the result's scale, measured in
+// Compare.RoundingFloorPassesRoundingOnly); a real error (a wrong term, a
+// dropped mask) is far larger, and NaN / Inf still fail (below).
+constexpr double kRoundingUlps = 16;
+
 // What one comparison of a (computed) against b (reference) found.
 struct Diff {
   double max_abs = 0;       // max |a - b|
-  double max_rel = 0;       // max |a - b| / (|b| + floor), floor = max(rel_floor * scale, abs_floor)
+  double max_rel = 0;       // max (|a - b| - rounding)+ / (|b| + floor), floor = max(rel_floor * scale, abs_floor)
+  double rounding = 0;      // kRoundingUlps * epsilon(T) * scale: differences up to it are rounding
   double scale = 0;         // max |b| over the finite b
   int64_t worst = -1;       // the element of max_rel (or the first non-finite mismatch)
   int64_t worst_abs = -1;   // the element of max_abs (or the first non-finite mismatch)
@@ -51,13 +67,14 @@ struct Diff {
 };
 
 // a [n] against b [n]. Without floors an element with b == 0 and a != 0 counts
-// as an infinite relative difference.
+// as an infinite relative difference (unless the tensor's scale makes it rounding).
 template <class T>
 Diff compare(const T* a, const T* b, int64_t n, double rel_floor = 0, double abs_floor = 0) {
   Diff r;
   for (int64_t i = 0; i < n; ++i)
     if (std::isfinite(double(b[i]))) r.scale = std::fmax(r.scale, std::fabs(double(b[i])));  // b finite: no NaN here
   const double floor = std::fmax(rel_floor * r.scale, abs_floor);
+  r.rounding = kRoundingUlps * double(std::numeric_limits<T>::epsilon()) * r.scale;
   for (int64_t i = 0; i < n; ++i) {
     const double x = double(a[i]), y = double(b[i]);
     if (!std::isfinite(x) || !std::isfinite(y)) {
@@ -65,7 +82,8 @@ Diff compare(const T* a, const T* b, int64_t n, double rel_floor = 0, double abs
       if (r.nonfinite++ == 0) r.worst = r.worst_abs = i;
       continue;
     }
-    const double d = std::fabs(x - y), rel = d == 0 ? 0.0 : d / (std::fabs(y) + floor);
+    const double d = std::fabs(x - y), excess = d - r.rounding;
+    const double rel = excess <= 0 ? 0.0 : excess / (std::fabs(y) + floor);
     if (raise_worst(r.max_abs, d) && r.nonfinite == 0) r.worst_abs = i;
     if (raise_worst(r.max_rel, rel) && r.nonfinite == 0) r.worst = i;
   }
@@ -106,7 +124,8 @@ inline std::string describe(const Diff& d, int64_t i, const Tensor& a, const Ten
 }
 
 // Relative difference with a floor of rel_floor * max|b| (and at least abs_floor)
-// at most tol; NaN or a one-sided Inf anywhere fails.
+// at most tol, beyond the rounding of Diff::rounding; NaN or a one-sided Inf
+// anywhere fails. As an allclose: |a - b| <= rounding + tol * (|b| + floor).
 #define EXPECT_REL_CLOSE(a, b, tol, rel_floor, abs_floor, what)                                         \
   do {                                                                                                 \
     const auto& _a = (a);                                                                              \

@@ -4,16 +4,20 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
 #include <stdexcept>
 #include <string>
 
+#include "attn/config/json_depth.h"
 #include "attn/decode/model_dir.h"
 #include "attn/models/config.h"
 #include "attn/nn/load_params.h"
 #include "attn/tensor/safetensors.h"
+#include "attn/train/checkpoint.h"
 #include "attn/train/mt_config.h"
 #include "train_test_util.h"
 
@@ -165,6 +169,42 @@ TEST(HostileConfigs, DuplicateKeyOrSectionIsRefusedWithItsLine) {
 TEST(HostileConfigs, VocabSizeThatWouldWrapIsRefused) {
   std::string err = config_error(std::string(kData) + "vocab:\n  size: 4294967301\n");
   EXPECT_NE(err.find("vocab.size: 4294967301 outside [5, 4194304]"), std::string::npos) << err;
+}
+
+// Found while fixing the caption files' deep nesting: nlohmann parses and frees
+// any depth iteratively, but the trainer state reader copies "module_rngs" and
+// dumps "extra", both recursive, so a trainer_state.json nesting one of them a
+// million deep crashed `--resume` (SIGSEGV). The text's depth is checked before
+// parsing. Loaded in a forked child (EXPECT_EXIT): a regression kills the
+// child, not the test binary.
+TEST(HostileFiles, DeeplyNestedTrainerStateIsRefusedNotCopied) {
+  testing::TempDir tmp("hostile_deep_state");
+  testing::TinyNet net(5, 4, 3, 1);
+  train::CheckpointSave save;
+  save.model = &net;
+  train::save_checkpoint(tmp.path + "/ckpt", save);
+  const std::string state_file = tmp.path + "/ckpt/trainer_state.json";
+  const std::string state = testing::read_bytes(state_file);
+  ASSERT_FALSE(config::nesting_beyond(state, 3).has_value()) << "attn writes at most 3 levels";
+  for (const std::string key : {"\"module_rngs\": ", "\"extra\": "}) {
+    const size_t at = state.find(key);
+    ASSERT_NE(at, std::string::npos) << key << state;
+    std::string deep;  // {"a": {"a": ... 0}}, an object as "extra" must be to reach its dump()
+    for (int level = 0; level < 1000000; ++level) deep += "{\"a\": ";
+    deep += "0" + std::string(1000000, '}') + ", \"was\": ";
+    testing::write_bytes(state_file, state.substr(0, at + key.size()) + deep + state.substr(at + key.size()));
+    EXPECT_EXIT(
+        {
+          try {
+            train::load_checkpoint(tmp.path + "/ckpt", {&net, nullptr});
+          } catch (const std::runtime_error& e) {
+            std::fprintf(stderr, "%s\n", e.what());
+          }
+          std::_Exit(0);
+        },
+        ::testing::ExitedWithCode(0), "trainer_state.json: nested deeper than 16 levels at byte")
+        << key;
+  }
 }
 
 }  // namespace

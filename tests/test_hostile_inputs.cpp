@@ -5,8 +5,11 @@
 // documented, reported behaviour.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -165,6 +168,7 @@ TEST(HostileInputs, AttnTranslateReportsOverLongAndEmptyLines) {
   EXPECT_EQ(r.err.find("stdin:1:"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("stdin:3:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("2 of 4 lines had more than 10 source pieces and were truncated"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a line over 65536 bytes counts as over-long"), std::string::npos) << r.err;
 
   r = run_attn(base + " --long-lines skip", dir.path, input);
   ASSERT_EQ(r.status, 0) << r.err;
@@ -182,6 +186,104 @@ TEST(HostileInputs, AttnTranslateReportsOverLongAndEmptyLines) {
   EXPECT_NE(r.err.find(dir.path + "/in.txt: line 2: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("over the limit of 10 (--long-lines error)"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(dir.path + "/out.txt")) << "a failed translation left an output file";
+}
+
+// The largest resident set of any child waited for so far, in bytes.
+long children_peak_rss() {
+  rusage ru{};
+  getrusage(RUSAGE_CHILDREN, &ru);
+  return ru.ru_maxrss * 1024L;
+}
+
+// Memory does not grow with a line's length before the over-long line rule
+// applies (before: a 10 MB line to `attn translate -b 1` peaked at 2.48 GB,
+// SentencePiece encoding it whole). The reader holds at most the line limit.
+TEST(HostileInputs, TenMegabyteLineIsCutAtTheReaderNotHeldWhole) {
+  TempDir dir("hostile_10mb");
+  std::string line;
+  for (int i = 0; line.size() < (size_t(10) << 20); ++i) line += i % 7 ? "red cat two . " : "yellow ";
+  const std::string input = "red cat .\n" + line + "\nred cat .\n";
+  CommandResult r = run_attn("translate -m " + serve_toy_run() + " -b 1 --threads 1", dir.path, input);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 3) << "one output line per input line";
+  EXPECT_NE(r.err.find("stdin:2: line over 65536 bytes: translated from its first 65536 bytes"), std::string::npos)
+      << r.err;
+  const long peak = children_peak_rss();
+  EXPECT_LT(peak, 700L << 20) << "attn translate of a 10 MB line peaked at " << (peak >> 20) << " MiB";
+  r = run_attn("translate -m " + serve_toy_run() + " -b 1 --threads 1 --long-lines error", dir.path, input);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("stdin:2: line over 65536 bytes (over-long at --max-src-pieces 250, --long-lines error)"),
+            std::string::npos)
+      << r.err;
+  // the readers of corpora and references refuse a line over 1 MiB, naming it
+  write_bytes(dir.path + "/long.txt", "short\n" + line + "\n");
+  const std::string msg = message_of<std::invalid_argument>([&] { data::read_lines(dir.path + "/long.txt"); });
+  EXPECT_NE(msg.find(dir.path + "/long.txt:2: line over 1048576 bytes"), std::string::npos) << msg;
+}
+
+// A 1 GB file of NUL bytes (sparse: nothing on disk) is refused after the
+// first read, not after holding the whole "line" (before: 1.1 GB, then the error).
+TEST(HostileInputs, GigabyteOfNulBytesIsRefusedAtTheFirstRead) {
+  TempDir dir("hostile_nul_gb");
+  const std::string nul = dir.path + "/nul.bin";
+  std::ofstream(nul).close();
+  fs::resize_file(nul, size_t(1) << 30);
+  write_bytes(dir.path + "/ref.txt", "a b\n");
+  const CommandResult r = run_attn("score -r " + dir.path + "/ref.txt --hyp " + nul, dir.path);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find(nul + ":1: NUL byte at byte 0"), std::string::npos) << r.err;
+  const long peak = children_peak_rss();
+  EXPECT_LT(peak, 700L << 20) << "attn score of a 1 GB NUL file peaked at " << (peak >> 20) << " MiB";
+}
+
+// The decoding commands bound what a user can ask for, as the server does, and
+// name the flag (before: `translate -b 100000` ran for minutes at 1.4 GB,
+// `--threads -3` was accepted, `explain` had no --max-src-pieces).
+TEST(HostileInputs, DecodingCommandsBoundBeamThreadsAndPiecesNamingTheFlag) {
+  TempDir dir("hostile_flags");
+  const std::string run = serve_toy_run();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"translate -m " + run + " -b 100000", "--beam: Value 100000 not in range 1 to 64"},
+      {"translate -m " + run + " --nbest 0", "--nbest: Value 0 not in range 1 to 64"},
+      {"translate -m " + run + " --threads -3", "--threads: Value -3 not in range 0 to 4096"},
+      {"translate -m " + run + " --batch 0", "--batch: Value 0 not in range 1 to 4096"},
+      {"explain -m " + run + " -b 65", "--beam: Value 65 not in range 1 to 64"},
+      {"explain -m " + run + " --threads -3", "--threads: Value -3 not in range 0 to 4096"},
+      {"explain -m " + run + " --max-src-pieces 0", "--max-src-pieces: Value 0 not in range 1 to 1000000"},
+      {"caption -m " + run + " --threads -1 x.png", "--threads: Value -1 not in range 0 to 4096"},
+  };
+  for (const auto& [args, want] : cases) {
+    const CommandResult r = run_attn(args, dir.path, "red cat .\n");
+    EXPECT_NE(r.status, 0) << args;
+    EXPECT_NE(r.err.find(want), std::string::npos) << args << ": " << r.err;
+  }
+  const CommandResult r =
+      run_attn("explain -m " + run + " --max-src-pieces 8", dir.path, "red cat .\nred cat two . red cat two .\n");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("stdin:2: text: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("source pieces, over the limit of 8 (--max-src-pieces)"), std::string::npos) << r.err;
+}
+
+// The limit is exact and a cut never splits a UTF-8 character: a line of
+// exactly max_bytes is whole (also with CRLF), one byte more is over.
+TEST(LineReader, LimitIsExactAndCutsAtACharacter) {
+  TempDir dir("line_limit");
+  const std::string p = dir.path + "/l.txt";
+  write_bytes(p, "abcd\r\nabcde\nab\xC3\xA9" "d\n");  // (split: \xA9d would be one hex escape)  // 4 bytes + CRLF, 5 bytes, "abéd" (5 bytes)
+  std::vector<size_t> cut;
+  std::vector<std::string> lines = data::read_lines(p, {4, &cut});
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "abcd");
+  EXPECT_EQ(lines[1], "abcd");
+  EXPECT_EQ(lines[2], "ab\xC3\xA9") << "cut after the whole e-acute";
+  EXPECT_EQ(cut, (std::vector<size_t>{1, 2}));
+  cut.clear();
+  lines = data::read_lines(p, {3, &cut});
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[2], "ab") << "a cut at byte 3 would split the two bytes of e-acute";
+  const std::string msg = message_of<std::invalid_argument>([&] { data::read_lines(p, {4, nullptr}); });
+  EXPECT_NE(msg.find(p + ":2: line over 4 bytes"), std::string::npos) << msg;
+  EXPECT_NO_THROW(data::read_lines(p, {5, nullptr}));
 }
 
 TEST(HostileInputs, MissingVocabularyIsNamed) {

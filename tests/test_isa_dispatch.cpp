@@ -1,7 +1,7 @@
 // Run-time instruction-set dispatch (cpu/isa.h, cpu/dispatch.h): the cap, and
 // every build of each dispatched kernel that this CPU can run, called directly
 // by its namespace, against a plain reference on the same data. The whole
-// suite also runs under each cap (ATTN_ISA=scalar|avx2|avx512 ctest, README).
+// suite also runs under each cap (ATTN_ISA=scalar|avx2|avx512 ctest, docs/library.md).
 #include <gtest/gtest.h>
 
 #include <cmath>

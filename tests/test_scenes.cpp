@@ -12,10 +12,12 @@
 
 #include "attn/data/caption_corpus.h"
 #include "attn/image/codec.h"
+#include "attn/scenes/contact_sheet.h"
 #include "attn/scenes/dataset.h"
 #include "attn/scenes/grammar.h"
 #include "attn/scenes/render.h"
 #include "attn/scenes/scene.h"
+#include "attn/viz/output.h"
 #include "train_test_util.h"
 
 namespace attn {
@@ -267,6 +269,49 @@ TEST(CaptionData, CommandsWriteDataAndSheet) {
   EXPECT_NE(r.err.find("unknown figure format"), std::string::npos) << r.err;
   r = run_attn("caption", dir.path);
   EXPECT_NE(r.status, 0) << "caption needs a subcommand";
+}
+
+// Found by a tester: `caption sheet` over a 1 x 100000 picture stopped with a
+// bare "invalid value (typically too big) for the size of the input": cairo
+// has no surface over 32767 pixels a side. Such a picture is now drawn from
+// every k-th pixel at the same size; a figure itself over the limit is
+// refused before drawing, saying so.
+TEST(CaptionData, SheetDrawsAPictureOverCairosSideLimit) {
+  TempDir dir("caption_sheet_tall");
+  data::CaptionCorpus corpus;
+  data::CaptionImage tall;
+  tall.path = dir.path + "/tall.png";
+  tall.split = "test";
+  tall.captions.push_back({{"a", "thin", "line"}, "", {}});
+  image::write_png(tall.path, image::Image(1, 100000, 0.2f), false);
+  corpus.images.push_back(tall);
+  scenes::SheetOptions o;
+  scenes::write_contact_sheet(corpus, dir.path + "/sheet.png", o);
+  EXPECT_EQ(image::read_image(dir.path + "/sheet.png").width, 10 + o.cell + 10);
+
+  // what is drawn (the sheet's 0.002-pixel line is too thin to see): a 40000 x 40
+  // picture, dark left half and light right half, at half size
+  image::Image halves(40000, 40, 0.9f);
+  for (int y = 0; y < 40; ++y)
+    for (int x = 0; x < 20000; ++x)
+      for (int c = 0; c < 3; ++c) halves.at(y, x, c) = 0.1f;
+  const std::string png = viz::render_cairo(viz::Format::Png, 20000, 20, [&](cairo_t* cr) {
+    viz::draw_rgb(cr, halves.rgb.data(), halves.width, halves.height, 0, 0, 0.5);
+  });
+  const image::Image drawn = image::decode_image(png, "drawn");
+  EXPECT_NEAR(drawn.at(10, 5000, 0), 0.1f, 0.02f);
+  EXPECT_NEAR(drawn.at(10, 15000, 0), 0.9f, 0.02f);
+
+  image::write_png(tall.path, image::Image(8, 8, 0.2f), false);
+  corpus.images.assign(171, tall);  // 10 + 171 * 202 pixels wide
+  o.count = o.columns = 171;
+  try {
+    scenes::write_contact_sheet(corpus, dir.path + "/wide.png", o);
+    ADD_FAILURE() << "a figure over cairo's limit was drawn";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("a figure of 34552 x "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("over cairo's limit of 32767 pixels a side"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

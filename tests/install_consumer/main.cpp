@@ -1,4 +1,4 @@
-// Trains y = 2x + 1 with attn's Linear and autograd, and runs the README's
+// Trains y = 2x + 1 with attn's Linear and autograd, and runs docs/library.md's
 // attention example: proves the installed headers, library and link
 // dependencies are complete.
 #include <attn/autograd/ops.h>
@@ -25,7 +25,7 @@ int main() {
   std::printf("w=%.3f b=%.3f\n", w, b);
   if (!(std::fabs(w - 2) < 1e-2 && std::fabs(b - 1) < 1e-2)) return 1;
 
-  // README, "Using the library": Bahdanau's additive score, queries of 8, keys of 6
+  // docs/library.md, "Using the library": Bahdanau's additive score, queries of 8, keys of 6
   using namespace attn;
   nn::AttentionLayer att(nn::AttentionLayerOptions(nn::ScoreKind::Additive, 8, 6).set_attn_dim(16), rng);
   Tensor q = randn({2, 1, 5, 8}, rng);  // [batch, heads, q_len, 8]

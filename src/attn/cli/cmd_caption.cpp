@@ -12,8 +12,10 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 
 #include "attn/cli/commands.h"
+#include "attn/cli/search_options.h"
 #include "attn/decode/captioner.h"
 #include "attn/decode/model_dir.h"
 #include "attn/image/codec.h"
@@ -79,9 +81,13 @@ void caption_chunk(const CaptionOpts& o, const decode::TranslationModel& tm, con
     for (int id : caps[k].tokens) pieces.push_back(tm.tgt_vocab->piece(id));
     const decode::WordCaption words = decode::merge_pieces(pieces, caps[k].attention, in.grid_h * in.grid_w);
     if (words.words.empty()) continue;  // an empty caption: no word to draw
-    const viz::ImageAttention overlay = caption_overlay(image::read_image(paths[k]), in, words, caption);
     const std::string name = std::to_string(first + k + 1) + "-" + std::filesystem::path(paths[k]).stem().string();
-    viz::write_attention_files(o.attention_dir, name, overlay, overlay_style(o));
+    try {
+      const viz::ImageAttention overlay = caption_overlay(image::read_image(paths[k]), in, words, caption);
+      viz::write_attention_files(o.attention_dir, name, overlay, overlay_style(o));
+    } catch (const std::invalid_argument& e) {  // the figure code sees pixels, not files: name the image here
+      throw std::invalid_argument(paths[k] + ": --attention: " + e.what());
+    }
   }
 }
 
@@ -105,7 +111,7 @@ CLI::App* add_caption_command(CLI::App& app) {
   cmd->add_option("-m,--model", o->model, "run directory of an image model written by `attn train`");
   cmd->add_option("--weights", o->weights, "weights file to use instead of RUN/model.safetensors");
   cmd->add_option("images", o->images, "image files to caption (PNG or JPEG)");
-  cmd->add_option("--beam", o->search.beam, "beam size (1: greedy)")->capture_default_str()->check(CLI::Range(1, 64));
+  add_beam_option(*cmd, o->search.beam, "beam size (1: greedy)", false);
   cmd->add_option("--length-penalty", o->search.length_penalty, "alpha in score = log p / length^alpha")
       ->capture_default_str()->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--max-words", o->search.max_words, "pieces a caption may have")
@@ -119,7 +125,7 @@ CLI::App* add_caption_command(CLI::App& app) {
   cmd->add_option("--blend", o->blend, "mask (darken where the word does not look) or colormap (viridis)")
       ->capture_default_str()->check(CLI::IsMember({"mask", "colormap"}));
   cmd->add_option("--batch", o->batch, "images per search")->capture_default_str()->check(CLI::Range(1, 1024));
-  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
+  add_threads_option(*cmd, o->threads);
   cmd->callback([cmd, o] {
     if (cmd->get_subcommands().empty()) run_captioning(*o);  // `caption data` / `caption sheet` ran their own
   });

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attn/cli/commands.h"
+#include "attn/cli/search_options.h"
 #include "attn/data/caption_corpus.h"
 #include "attn/decode/captioner.h"
 #include "attn/decode/model_dir.h"
@@ -126,7 +127,7 @@ void add_caption_eval_command(CLI::App& caption) {
   cmd->add_option("--image-root", o->image_root, "folder the file's image paths are relative to (default: its folder)");
   cmd->add_option("--split", o->split, "split to score")->capture_default_str()
       ->check(CLI::IsMember(data::caption_split_names()));
-  cmd->add_option("--beam", o->search.beam, "beam size (1: greedy)")->capture_default_str()->check(CLI::Range(1, 64));
+  add_beam_option(*cmd, o->search.beam, "beam size (1: greedy)", false);
   cmd->add_option("--max-words", o->search.max_words, "pieces a caption may have")
       ->capture_default_str()->check(CLI::Range(1, 1000));
   cmd->add_flag("--shape-words-only", o->localisation.shape_words_only,
@@ -135,7 +136,7 @@ void add_caption_eval_command(CLI::App& caption) {
                   "share of the argmax cell (or of a smaller box) the object's box must cover")
       ->capture_default_str()->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--batch", o->batch, "images per search")->capture_default_str()->check(CLI::Range(1, 1024));
-  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
+  add_threads_option(*cmd, o->threads);
   cmd->callback([o] { run_eval(*o); });
 }
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "attn/cli/commands.h"
+#include "attn/cli/search_options.h"
 #include "attn/data/line_reader.h"
 #include "attn/data/toy_tasks.h"
 #include "attn/decode/alignment.h"
@@ -126,7 +127,7 @@ void add_demo_command(CLI::App& app) {
   cmd->add_option("--out", o->out, "folder for the generated data and the run (replaced on every demo)")
       ->capture_default_str();
   cmd->add_option("--epochs", o->epochs, "training epochs over 3000 generated pairs")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
+  add_threads_option(*cmd, o->threads);
   cmd->add_option("--seed", o->seed, "random seed of the model and the data order")->capture_default_str();
   cmd->add_option("--set", o->sets, "override a config value: section.key=value (repeatable)");
   cmd->callback([o] {

@@ -2,7 +2,7 @@
 // step at a time (decode/explain.h): per line of input (stdin or -i), the
 // query, each source token's alignment score and weight, the context, the
 // top-k next tokens and the chosen one; --format json prints one object per
-// line (README "attn explain" lists the fields). `attn explain --example NAME`
+// line (docs/explain-and-figures.md lists the fields). `attn explain --example NAME`
 // prints a seed tutorial's worked example (decode/explain_examples.h).
 // A captioning run (an image model) is explained over its grid: the inputs are
 // image files (arguments, or one path per line of -i / stdin), each step shows
@@ -11,6 +11,7 @@
 
 #include "attn/cli/commands.h"
 #include "attn/cli/heatmaps.h"
+#include "attn/cli/search_options.h"
 #include "attn/data/line_reader.h"
 #include "attn/decode/captioner.h"
 #include "attn/decode/explain.h"
@@ -33,8 +34,10 @@ void add_explain_command(CLI::App& app) {
   cmd->add_option("--weights", o->weights, "weights file instead of DIR/model.safetensors");
   cmd->add_option("-i,--input", o->input, "input file, one sentence (image model: image path) per line (default: stdin)");
   cmd->add_option("images", o->images, "image files to explain (a captioning run; instead of -i / stdin)");
-  cmd->add_option("-b,--beam", o->explain.beam, "beam size (1: greedy); the best hypothesis is explained")
-      ->capture_default_str();
+  add_beam_option(*cmd, o->explain.beam, "beam size (1: greedy); the best hypothesis is explained");
+  add_max_src_pieces_option(*cmd, o->explain.max_src_pieces,
+                            "a sentence of more SentencePiece pieces is refused, naming its line (as the server does)",
+                            false);
   cmd->add_option("--top-k", o->explain.top_k, "next-token candidates shown per step")->capture_default_str();
   cmd->add_option("--format", o->format, "text (tables) or json (one object per line)")
       ->check(CLI::IsMember({"text", "json"}))
@@ -48,7 +51,7 @@ void add_explain_command(CLI::App& app) {
       ->check(CLI::IsMember({"grey", "viridis"}))
       ->capture_default_str();
   cmd->add_option("--example", o->example, "print a seed tutorial's worked example: general-attention, translation-step");
-  cmd->add_option("--threads", o->threads, "threads (0: all cores)")->capture_default_str();
+  add_threads_option(*cmd, o->threads);
   cmd->callback([o] {
     if (!o->example.empty()) {
       std::cout << decode::example_text(o->example);
@@ -67,9 +70,10 @@ void add_explain_command(CLI::App& app) {
       throw std::invalid_argument("explain: --heatmap draws a text model's source x target weights; for an image "
                                   "model, `attn caption -m RUN IMAGE --attention DIR` draws them over the image");
     const std::string source = !o->images.empty() ? "arguments" : o->input.empty() ? "stdin" : o->input;
+    const data::LineLimit limit{line_byte_limit(o->explain.max_src_pieces)};  // a longer line is refused
     std::vector<std::string> lines = !o->images.empty() ? o->images
-                                     : o->input.empty() ? read_stdin_lines()
-                                                        : data::read_lines(o->input);
+                                     : o->input.empty() ? data::read_lines(stdin, "stdin", limit)
+                                                        : data::read_lines(o->input, limit);
     for (size_t i = 0; i < lines.size(); ++i) {
       nlohmann::json e;
       try {

@@ -52,11 +52,13 @@ void add_serve_command(CLI::App& app) {
     if (o->server.model_name.empty()) o->server.model_name = o->model;
     // POST /v1/explain: what `attn explain --format json` prints for the sentence or
     // image (run on the decoding worker; an upload has no "image" path)
-    o->server.explain = [&tm](const nlohmann::json& r, const Tensor& pixels) {
+    o->server.explain = [&tm, max_src_pieces = o->server.limits.max_src_pieces](const nlohmann::json& r,
+                                                                             const Tensor& pixels) {
       decode::ExplainOptions eo;
       eo.beam = r.at("beam").get<int>();
       eo.top_k = r.at("top_k").get<int>();
       eo.words = r.at("words").get<bool>();
+      eo.max_src_pieces = max_src_pieces;
       if (pixels.defined()) return decode::explain_pixels(tm, pixels, eo);
       return decode::explain_text(tm, r.at("text").get<std::string>(), eo);
     };

@@ -13,7 +13,10 @@
 //   --long-lines truncate|skip|error, --max-src-pieces N (default truncate, 250): a line of more
 //                      source pieces is translated from its first N pieces, or gives an empty
 //                      output line, with a warning naming the line on stderr and a count at the
-//                      end; or stops the command (exit 1) naming the line before any decoding
+//                      end; or stops the command (exit 1) naming the line before any decoding.
+//                      A line of more than line_byte_limit(N) bytes is over-long whatever its
+//                      pieces: its bytes past the limit are never held (truncate: translated
+//                      from the pieces of its first bytes)
 //   --attention-stats FILE  also one JSON line in FILE: the best hypotheses' attention
 //                      entropy and copy alignment (decode/attention_stats.h)
 //   --heatmaps DIR     also DIR/0001.png, DIR/0002.png, ... (numbered by input line, 1-based;
@@ -25,10 +28,12 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 
 #include "attn/cli/checked_output.h"
 #include "attn/cli/commands.h"
 #include "attn/cli/heatmaps.h"
+#include "attn/cli/search_options.h"
 #include "attn/data/line_reader.h"
 #include "attn/decode/alignment.h"
 #include "attn/decode/attention_stats.h"
@@ -54,6 +59,24 @@ decode::LongLines long_lines_rule(const std::string& name) {
   if (name == "skip") return decode::LongLines::Skip;
   if (name == "error") return decode::LongLines::Error;
   return decode::LongLines::Truncate;
+}
+
+// Lines cut at line_byte_limit by the reader, under the over-long line rule:
+// error stops before any decoding, skip empties them (the decoder then gives an
+// empty output line), truncate keeps the bytes read. Each is reported on stderr.
+void apply_rule_to_cut_lines(const Opts& o, const std::string& input, const std::vector<size_t>& cut,
+                             std::vector<std::string>& lines) {
+  const size_t limit = line_byte_limit(o.max_src_pieces);
+  for (size_t i : cut) {
+    const std::string where = input + ":" + std::to_string(i + 1) + ": line over " + std::to_string(limit) + " bytes";
+    if (o.long_lines == "error")
+      throw std::invalid_argument(where + " (over-long at --max-src-pieces " + std::to_string(o.max_src_pieces) +
+                                  ", --long-lines error)");
+    if (o.long_lines == "skip") lines[i].clear();
+    std::cerr << "attn translate: " << where
+              << (o.long_lines == "skip" ? ": skipped (an empty output line)\n"
+                                         : ": translated from its first " + std::to_string(limit) + " bytes\n");
+  }
 }
 
 // The over-long line rule's warning for input line `number` (1-based), on stderr.
@@ -111,8 +134,10 @@ void add_options(CLI::App& cmd, Opts& o) {
   cmd.add_option("--weights", o.weights, "weights file instead of DIR/model.safetensors (e.g. DIR/checkpoint/model.safetensors)");
   cmd.add_option("-i,--input", o.input, "input file (default: stdin)");
   cmd.add_option("-o,--output", o.output, "output file (default: stdout)");
-  cmd.add_option("-b,--beam", o.beam, "beam size (1: greedy)")->capture_default_str();
-  cmd.add_option("-n,--nbest", o.nbest, "hypotheses per sentence (<= beam)")->capture_default_str();
+  add_beam_option(cmd, o.beam, "beam size (1: greedy)");
+  cmd.add_option("-n,--nbest", o.nbest, "hypotheses per sentence (<= beam)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, kMaxBeam));
   cmd.add_option("--length-penalty", o.length_penalty, "score = log p / length^alpha")->capture_default_str();
   cmd.add_option("--max-len-ratio", o.max_len_ratio, "at most ratio * source length + 5 target pieces")
       ->capture_default_str();
@@ -129,15 +154,15 @@ void add_options(CLI::App& cmd, Opts& o) {
       ->capture_default_str();
   cmd.add_option("--heatmap-colors", o.heatmap_colors, "colour map of the --heatmaps files (grey: 0 black, 1 white)")
       ->capture_default_str();
-  cmd.add_option("--max-src-pieces", o.max_src_pieces, "over-long line: more SentencePiece pieces than this (0: no limit)")
-      ->capture_default_str();
+  add_max_src_pieces_option(cmd, o.max_src_pieces, "over-long line: more SentencePiece pieces than this (0: no limit)",
+                            true);
   cmd.add_option("--long-lines", o.long_lines,
                   "an over-long line is: truncate (translated from its first pieces), skip (empty output line) "
                   "or error (exit 1); each is reported on stderr")
       ->check(CLI::IsMember({"truncate", "skip", "error"}))
       ->capture_default_str();
-  cmd.add_option("--batch", o.batch, "sentences decoded together")->capture_default_str();
-  cmd.add_option("--threads", o.threads, "threads (0: all cores)")->capture_default_str();
+  cmd.add_option("--batch", o.batch, "sentences decoded together")->capture_default_str()->check(CLI::Range(1, 4096));
+  add_threads_option(cmd, o.threads);
 }
 
 }  // namespace
@@ -149,7 +174,13 @@ void add_translate_command(CLI::App& app) {
   cmd->callback([o] {
     set_num_threads(o->threads);
     decode::TranslationModel tm = decode::load_translation_model(o->model, o->weights);
-    std::vector<std::string> lines = o->input.empty() ? read_stdin_lines() : data::read_lines(o->input);
+    const std::string input = o->input.empty() ? "stdin" : o->input;
+    std::vector<size_t> cut;
+    const data::LineLimit limit{line_byte_limit(o->max_src_pieces), &cut};
+    std::vector<std::string> lines =
+        o->input.empty() ? data::read_lines(stdin, input, limit) : data::read_lines(o->input, limit);
+    apply_rule_to_cut_lines(*o, input, cut, lines);
+    std::set<size_t> over_long(cut.begin(), cut.end());  // 0-based input lines the rule applied to
     if (!o->alignments_out.empty() && o->alignments.empty())
       throw std::invalid_argument("--alignments-out needs --alignments soft|hard");
     std::optional<OutputFile> out_file, align_out;
@@ -171,8 +202,6 @@ void add_translate_command(CLI::App& app) {
     to.batch_sentences = o->batch;
     to.max_src_tokens = o->max_src_pieces;
     to.long_lines = long_lines_rule(o->long_lines);
-    const std::string input = o->input.empty() ? "stdin" : o->input;
-    size_t over_long = 0;
     to.search.prepared = tm.model->prepare_decoder(to.batch_sentences * to.search.beam);  // once for every chunk
     const bool inline_align = align_file.is_open() == false && !o->alignments.empty();
     for (size_t start = 0; start < lines.size(); start += size_t(o->chunk)) {
@@ -189,7 +218,7 @@ void add_translate_command(CLI::App& app) {
         const decode::Translation& t = tr[i];
         if (t.over_long_pieces > 0) {
           warn_long_line(*o, input, start + i + 1, t.over_long_pieces);
-          ++over_long;
+          over_long.insert(start + i);
         }
         viz::Heatmap heatmap;
         if (!o->heatmaps.empty() && translation_heatmap(t, heatmap))
@@ -200,10 +229,10 @@ void add_translate_command(CLI::App& app) {
       }
       out.flush();
     }
-    if (over_long > 0)
-      std::cerr << "attn translate: " << over_long << " of " << lines.size() << " lines had more than "
+    if (!over_long.empty())
+      std::cerr << "attn translate: " << over_long.size() << " of " << lines.size() << " lines had more than "
                 << o->max_src_pieces << " source pieces and were " << (o->long_lines == "skip" ? "skipped" : "truncated")
-                << " (--long-lines, --max-src-pieces)\n";
+                << " (--long-lines, --max-src-pieces; a line over " << limit.max_bytes << " bytes counts as over-long)\n";
     if (out_file) out_file->commit();
     if (align_out) align_out->commit();
     if (!o->attention_stats.empty()) {

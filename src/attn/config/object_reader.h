@@ -41,28 +41,41 @@ private:
   std::string key_, path_;
 };
 
-// A JSON value for an error message, bounded: a scalar as its JSON text (cut
-// to about 80 bytes, at a UTF-8 boundary), a list or an object by its size.
-// Never j.dump() of outside input in a message: dump recurses once per nesting
-// level, and a 64 KiB request body of '[' overflowed the stack (fuzzing).
-// A string is escaped (a NUL is \u0000, never a raw byte that would cut the
-// message where what() is read as a C string) and bytes that are not UTF-8
-// are replaced (U+FFFD), so the message is always valid JSON text.
+// `s` cut to at most `max_bytes` (at a UTF-8 boundary, "..." appended when
+// cut): the one place messages bound text that came from outside.
+inline std::string cut_for_message(std::string s, size_t max_bytes = 80) {
+  if (s.size() <= max_bytes) return s;
+  size_t cut = max_bytes - 3;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a code point
+  return s.substr(0, cut) + "...";
+}
+
+// A JSON value for an error message, bounded: a scalar as its JSON text (a
+// string quoted and escaped, so a control byte or a newline cannot forge
+// output; cut to about 80 bytes), a list or an object by its size. Every
+// reader of outside JSON quotes values through this, never j.dump(): dump
+// recurses once per nesting level, and a 64 KiB request body of '[' overflowed
+// the stack (fuzzing), as did a caption file's token nested 100,000 deep.
 inline std::string describe(const nlohmann::json& v) {
   if (v.is_array()) return "a list of " + std::to_string(v.size()) + " items";
   if (v.is_object()) return "an object of " + std::to_string(v.size()) + " keys";
-  std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  if (s.size() > 80) {
-    size_t cut = 77;
-    while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a code point
-    s = s.substr(0, cut) + "...";
+  if (v.is_string()) {  // cut before escaping: a 100 MB string is not copied whole to quote 80 bytes of it
+    const std::string& s = v.get_ref<const std::string&>();
+    const nlohmann::json head = s.size() > 96 ? s.substr(0, 96) : s;  // (a code point split here ends past the final cut)
+    return cut_for_message(head.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   }
-  return s;
+  return cut_for_message(v.dump());
 }
 
+// nlohmann's parse error for a message, bounded: its what() quotes the last
+// token read whole, so an unterminated 1 MB string gave a 1 MB message.
+inline std::string parse_error_text(const nlohmann::json::exception& e) { return cut_for_message(e.what(), 240); }
+
 // Text from outside (a key, a query parameter or a header value) for an error
-// message: quoted, escaped and bounded as describe() does a JSON string.
-inline std::string describe_text(const std::string& text) { return describe(nlohmann::json(text)); }
+// message: quoted, escaped and bounded as describe() does a JSON string (a NUL
+// is \u0000, never a raw byte that would cut the message where what() is read
+// as a C string; bytes that are not UTF-8 are replaced).
+inline std::string describe_text(const std::string& text) { return describe(nlohmann::json(text.substr(0, 96))); }
 
 // A key for an error message: as it is when it is a plain name ("beam",
 // "max_epochs"), else quoted by describe_text.

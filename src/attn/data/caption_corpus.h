@@ -40,7 +40,8 @@ struct CaptionImage {
   std::string split;                  // train, val, test or restval
   std::vector<Caption> captions;      // [captions] at least one
   std::vector<CaptionObject> objects; // [objects] generated scenes only
-  int width = 0, height = 0;          // pixels when the file says (generated scenes), else 0
+  int width = 0, height = 0;          // pixels when the file says (generated scenes; needed with objects), else 0;
+                                      // in [1, kMaxCaptionImageSide]
   int index = 0;                      // position in the file's "images" list
 };
 
@@ -49,13 +50,21 @@ struct CaptionCorpus {
   std::vector<CaptionImage> images;  // in file order
 };
 
+// The largest "width" or "height" a file may give: above JPEG's largest side
+// (65,500) and any photograph's, and small enough that box arithmetic stays in int.
+constexpr int kMaxCaptionImageSide = 65536;
+
 struct CaptionReadOptions {
   bool check_files = true;  // every image file must exist (one stat per image)
 };
 
 // Reads a Karpathy-style split file. Throws std::invalid_argument naming the
 // file, the image's index and the field ("dataset_coco.json: images[12].sentences[3].tokens:
-// expected a list of strings"), or the missing image file.
+// expected a list of strings"), or the missing image file. Every number is
+// checked, never wrapped: width and height in [1, kMaxCaptionImageSide], boxes
+// whole pixels inside the image, refs -1 or an index into the image's objects,
+// visible in [0, 1]. Values are quoted in messages bounded (config::describe),
+// so no input makes a message long or nests the reader deep.
 CaptionCorpus read_caption_corpus(const std::string& json_path, const std::string& image_root,
                                   const CaptionReadOptions& options = {});
 

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -21,45 +22,83 @@ struct FileCloser {
   void operator()(std::FILE* f) const { std::fclose(f); }
 };
 
-// Cuts a byte stream into checked lines (the rules of line_reader.h).
+// Cuts a byte stream into checked lines (the rules of line_reader.h). Each
+// piece of a line is checked for NUL as it arrives and kept only up to the
+// limit, so neither a binary file nor one endless line is held before the
+// error (or the cut).
 class LineSplitter {
 public:
-  explicit LineSplitter(const std::string& name) : name_(name) {}
+  LineSplitter(const std::string& name, const LineLimit& limit) : name_(name), limit_(limit) {}
 
   void feed(const char* p, size_t n) {
     const char* end = p + n;
     while (p < end) {
       const char* nl = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
-      if (!nl) {
-        line_.append(p, end);
-        return;
-      }
-      line_.append(p, nl);
+      append(p, nl ? nl : end);
+      if (!nl) return;
       finish_line();
       p = nl + 1;
     }
   }
   std::vector<std::string> finish() {
-    if (!line_.empty()) finish_line();
+    if (!line_.empty() || over_) finish_line();
     return std::move(lines_);
   }
 
 private:
+  std::string where() const { return name_ + ":" + std::to_string(lines_.size() + 1) + ": "; }
+
+  // Bytes [p, end) of the current line (no '\n' among them).
+  void append(const char* p, const char* end) {
+    const size_t n = size_t(end - p);
+    const void* nul = std::memchr(p, '\0', n);
+    if (nul)  // text never holds NUL: a binary file, or UTF-16
+      throw std::invalid_argument(where() + "NUL byte at byte " +
+                                  std::to_string(seen_ + size_t(static_cast<const char*>(nul) - p)) +
+                                  " (not a text file?)");
+    seen_ += n;
+    // one byte over the limit is kept: it may be the '\r' of a CRLF line of exactly max_bytes
+    const size_t room = limit_.max_bytes + 1 - std::min(line_.size(), limit_.max_bytes + 1);
+    line_.append(p, std::min(n, room));
+    if (seen_ <= limit_.max_bytes + 1) return;
+    if (!limit_.cut)
+      throw std::invalid_argument(where() + "line over " + std::to_string(limit_.max_bytes) +
+                                  " bytes (not one sentence per line?)");
+    over_ = true;
+  }
+
   void finish_line() {
-    if (!line_.empty() && line_.back() == '\r') line_.pop_back();
-    const std::string where = name_ + ":" + std::to_string(lines_.size() + 1) + ": ";
-    const size_t nul = line_.find('\0');
-    if (nul != std::string::npos)  // text never holds NUL: a binary file, or UTF-16
-      throw std::invalid_argument(where + "NUL byte at byte " + std::to_string(nul) + " (not a text file?)");
+    if (!line_.empty() && line_.back() == '\r' && !over_) line_.pop_back();
+    if (line_.size() > limit_.max_bytes) {
+      if (!limit_.cut)
+        throw std::invalid_argument(where() + "line over " + std::to_string(limit_.max_bytes) +
+                                    " bytes (not one sentence per line?)");
+      over_ = true;
+    }
+    if (over_) cut_at_character(limit_.max_bytes);
     const size_t bad = find_invalid_utf8(line_);
-    if (bad != std::string::npos) throw std::invalid_argument(where + "invalid UTF-8 at byte " + std::to_string(bad));
+    if (bad != std::string::npos) throw std::invalid_argument(where() + "invalid UTF-8 at byte " + std::to_string(bad));
+    if (over_) limit_.cut->push_back(lines_.size());
     lines_.push_back(std::move(line_));
     line_.clear();
+    seen_ = 0;
+    over_ = false;
+  }
+
+  // Keeps at most n bytes, less a UTF-8 character the cut would split.
+  void cut_at_character(size_t n) {
+    if (line_.size() <= n) return;
+    size_t keep = n;
+    while (keep > 0 && (static_cast<unsigned char>(line_[keep]) & 0xC0) == 0x80) --keep;  // line_[keep] continues one
+    line_.resize(keep);
   }
 
   const std::string& name_;
+  const LineLimit& limit_;
   std::vector<std::string> lines_;
   std::string line_;
+  size_t seen_ = 0;    // bytes of the current line so far (kept or not)
+  bool over_ = false;  // the current line went past the limit (cut mode)
 };
 
 // Reads up to n bytes (fewer only at the end of the file); throws naming the file on a read error.
@@ -114,8 +153,8 @@ void inflate_gzip(std::FILE* f, std::vector<char>& in, size_t have, const std::s
 
 }  // namespace
 
-std::vector<std::string> read_lines(std::FILE* f, const std::string& name) {
-  LineSplitter lines(name);
+std::vector<std::string> read_lines(std::FILE* f, const std::string& name, const LineLimit& limit) {
+  LineSplitter lines(name, limit);
   std::vector<char> in(kChunk);
   size_t have = read_some(f, in.data(), in.size(), name);
   if (gzip_magic(in.data(), have)) {
@@ -129,10 +168,10 @@ std::vector<std::string> read_lines(std::FILE* f, const std::string& name) {
   return lines.finish();
 }
 
-std::vector<std::string> read_lines(const std::string& path) {
+std::vector<std::string> read_lines(const std::string& path, const LineLimit& limit) {
   std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
   if (!f) throw std::runtime_error("read_lines: cannot open '" + path + "': " + std::strerror(errno));
-  return read_lines(f.get(), path);
+  return read_lines(f.get(), path, limit);
 }
 
 void write_lines(const std::string& path, const std::vector<std::string>& lines, bool gzip) {

@@ -153,6 +153,9 @@ nlohmann::json explain_text(const TranslationModel& m, const std::string& text, 
     throw std::invalid_argument("text: invalid UTF-8 at byte " + std::to_string(bad));
   const std::vector<int> src = m.src_vocab->encode(text);
   if (src.empty()) throw std::invalid_argument("text: empty (nothing to translate)");
+  if (int64_t(src.size()) > o.max_src_pieces)
+    throw std::invalid_argument("text: " + std::to_string(src.size()) + " source pieces, over the limit of " +
+                                std::to_string(o.max_src_pieces) + " (--max-src-pieces)");
   if (o.beam < 1) throw std::invalid_argument("beam: " + std::to_string(o.beam) + " < 1");
   if (o.top_k < 1) throw std::invalid_argument("top_k: " + std::to_string(o.top_k) + " < 1");
   return explanation_json(explain_ids(*m.model, src, o), m, o);

@@ -37,6 +37,7 @@ struct ExplainOptions {
   bool words = false;           // merge SentencePiece pieces into words (merge_words)
   double max_len_ratio = 2.0;   // the search's length limit, as SearchOptions
   int64_t max_len_offset = 5;   // see max_len_ratio
+  int64_t max_src_pieces = 250; // a text of more source pieces is refused (std::invalid_argument), never cut
 };
 
 // One decoder step of the explained path, over source pieces.
@@ -68,7 +69,7 @@ Explanation explain_ids(const models::Seq2SeqModel& model, const std::vector<int
 Explanation explain_source(const models::Seq2SeqModel& model, const Tensor& src, int64_t positions,
                            const ExplainOptions& o);
 
-// The explanation as the JSON object of README "attn explain" (pieces; words
+// The explanation as the JSON object of docs/explain-and-figures.md (pieces; words
 // when o.words), for a loaded model.
 nlohmann::json explanation_json(const Explanation& e, const TranslationModel& m, const ExplainOptions& o);
 
@@ -90,7 +91,7 @@ nlohmann::json explain_image(const TranslationModel& m, const std::string& path,
 // a text model, pixels of another shape or bad options.
 nlohmann::json explain_pixels(const TranslationModel& m, const Tensor& pixels, const ExplainOptions& o);
 
-// The JSON of pieces -> the JSON of words (README "attn explain --words"): a
+// The JSON of pieces -> the JSON of words (docs/explain-and-figures.md, --words): a
 // piece starting with "▁" starts a word. Source columns: a word's weight is
 // the sum of its pieces' weights, its score log sum exp of its pieces' visible
 // scores (null when none is visible). Target: the steps of one word become one

@@ -1,5 +1,5 @@
 // attn explain --words: an explanation over SentencePiece pieces merged into
-// words (the rule: explain.h merge_words, and README "attn explain").
+// words (the rule: explain.h merge_words, and docs/explain-and-figures.md, "attn explain").
 #include <algorithm>
 #include <cmath>
 #include <limits>

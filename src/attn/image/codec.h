@@ -26,7 +26,9 @@ class ImageSizeError : public std::runtime_error {
 // corrupt or hostile header asking for gigabytes.
 constexpr long long kMaxPixels = 100'000'000;
 
-// A PNG or JPEG file, told apart by its first bytes (not by its name).
+// A PNG or JPEG file, told apart by its first bytes (not by its name). An
+// empty path is std::invalid_argument "image path: empty ..." (a caller's
+// mistake, e.g. an empty input line, which the caller names).
 Image read_image(const std::string& path);
 
 // `bytes` decoded as the format its first bytes name; `name` is what errors

@@ -36,6 +36,8 @@ Image decode_image(const std::string& bytes, const std::string& name, long long 
 }
 
 Image read_image(const std::string& path) {
+  // (an empty line of image paths on stdin came here and said ": cannot open")
+  if (path.empty()) throw std::invalid_argument("image path: empty (expected a PNG or JPEG file)");
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw std::runtime_error(path + ": is a folder, not an image file");
   std::ifstream in(path, std::ios::binary);

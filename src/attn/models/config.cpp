@@ -197,7 +197,7 @@ ModelConfig model_config_from_json(const std::string& json_text, const std::stri
   try {
     j = nlohmann::json::parse(json_text);
   } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(path + ": not valid JSON: " + e.what());
+    throw std::invalid_argument(path + ": not valid JSON: " + config::parse_error_text(e));
   }
   config::ObjectReader r(j, path);
   ModelConfig c;

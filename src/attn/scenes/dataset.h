@@ -1,6 +1,6 @@
 // `attn caption data`: a whole generated captioning data set on disk, in the
 // Karpathy split layout that data/caption_corpus.h reads, plus each object's
-// box and the object each caption word names (README "Generated captioning data").
+// box and the object each caption word names (docs/captioning.md, "attn caption data").
 //
 //   DIR/dataset_shapes.json   the index: images, splits, captions, objects
 //   DIR/images/000000.png ... one RGB PNG per scene

@@ -158,8 +158,8 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(h);
-  } catch (const std::exception& e) {
-    fail(path, std::string("corrupt header (not JSON): ") + e.what());
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for a number beyond a double
+    fail(path, "corrupt header (not JSON): " + config::parse_error_text(e));
   }
   if (!header.is_object()) fail(path, "corrupt header: not a JSON object");
   if (header.size() > kMaxTensors)
@@ -186,9 +186,9 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
     const std::string& name = it.key();
     if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
       fail(path, "tensor '" + name + "': entry lacks dtype, shape or data_offsets");
-    if (e["dtype"] != "F32")  // only a string is quoted: dump() of a deeply nested value overflows the stack
+    if (e["dtype"] != "F32")  // only a string is quoted (describe: bounded, and no dump() of a nested value)
       fail(path, "tensor '" + name + "': dtype " +
-                     (e["dtype"].is_string() ? e["dtype"].dump() : std::string("not a string")) +
+                     (e["dtype"].is_string() ? config::describe(e["dtype"]) : std::string("not a string")) +
                      ", only F32 is supported");
     Entry en;
     en.name = name;

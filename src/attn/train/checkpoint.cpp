@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "attn/config/json_depth.h"
 #include "attn/config/object_reader.h"  // whole_number, finite_float, describe
 #include "attn/nn/load_params.h"
 #include "attn/train/checkpoint_detail.h"
@@ -23,6 +24,7 @@ constexpr const char* kModelFile = "model.safetensors";
 constexpr const char* kOptimizerFile = "optimizer.safetensors";
 constexpr const char* kTrainerFile = "trainer_state.json";
 constexpr int kTrainerStateVersion = 1;
+constexpr size_t kMaxTrainerStateDepth = 16;  // JSON nesting; attn writes 3
 
 // A fresh id stamped on every file of one save.
 std::string new_checkpoint_id() {
@@ -149,11 +151,16 @@ std::vector<std::vector<float>> checked_buffer_values(const nlohmann::json& save
 // gets the "module_rngs" object (null when the file predates it).
 TrainerState parse_trainer_json(const std::string& path, std::string& id, nlohmann::json& module_rngs,
                                 nlohmann::json& module_buffers) {
+  const std::string text = read_text(path);
+  // the file nests 3 deep (module_buffers.name[i]); module_rngs is copied and extra dumped below, both recursive
+  if (const auto at = config::nesting_beyond(text, kMaxTrainerStateDepth))
+    throw std::runtime_error(path + ": nested deeper than " + std::to_string(kMaxTrainerStateDepth) + " levels at byte " +
+                             std::to_string(*at) + " (a trainer state nests 3)");
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(read_text(path));
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(path + ": not valid JSON: " + e.what());
+    throw std::runtime_error(path + ": not valid JSON: " + config::parse_error_text(e));
   }
   auto field = [&](const char* key) -> const nlohmann::json& {
     if (!j.is_object() || !j.contains(key)) throw std::runtime_error(path + ": missing field '" + key + "'");

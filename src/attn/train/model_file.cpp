@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "attn/config/object_reader.h"  // describe, parse_error_text
 #include "attn/nn/load_params.h"
 #include "attn/train/checkpoint.h"
 #include "attn/train/checkpoint_detail.h"
@@ -15,10 +16,10 @@ void check_config_json(const std::string& config_json) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(config_json);
-  } catch (const std::exception& e) {
-    throw std::invalid_argument(std::string("model config is not valid JSON: ") + e.what());
+  } catch (const nlohmann::json::exception& e) {
+    throw std::invalid_argument("model config is not valid JSON: " + config::parse_error_text(e));
   }
-  if (!j.is_object()) throw std::invalid_argument("model config must be a JSON object, got: " + config_json);
+  if (!j.is_object()) throw std::invalid_argument("model config must be a JSON object, got " + config::describe(j));
 }
 
 std::string dirname(const std::string& path) {

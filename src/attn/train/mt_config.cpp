@@ -237,7 +237,7 @@ TrainConfig parse_train_config(const std::string& yaml_text, const std::vector<s
   if (root.is_null()) root = json::object();
   if (!root.is_object())  // a scalar or a list: e.g. a first line without "key:"
     throw std::invalid_argument(origin + ": not a YAML mapping of sections (data:, vocab:, model:, train:), got " +
-                                root.dump());
+                                config::describe(root));
   try {
     for (const std::string& o : overrides) apply_override(root, o);
     config::ObjectReader r(root, "config");

@@ -49,18 +49,23 @@ Format format_of(const std::string& path, const std::vector<Format>& allowed) {
   throw std::invalid_argument(path + ": unknown figure format '" + ext + "' (expected " + names + ")");
 }
 
-cairo_surface_t* rgb_surface(const float* rgb, int width, int height) {
-  cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height);
+namespace {
+
+// Every step-th pixel of the picture in both directions (step 1: all of it) as
+// an RGB24 surface of ceil(width / step) x ceil(height / step).
+cairo_surface_t* sampled_rgb_surface(const float* rgb, int width, int height, int step) {
+  const int w = (width + step - 1) / step, h = (height + step - 1) / step;
+  cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, w, h);
   check(cairo_surface_status(surface), "cairo surface");
   cairo_surface_flush(surface);
   unsigned char* data = cairo_image_surface_get_data(surface);
   const int stride = cairo_image_surface_get_stride(surface);
-  for (int y = 0; y < height; ++y) {
+  for (int y = 0; y < h; ++y) {
     auto* row = reinterpret_cast<uint32_t*>(data + y * stride);
-    for (int x = 0; x < width; ++x) {
+    for (int x = 0; x < w; ++x) {
       uint32_t px = 0;
       for (int c = 0; c < 3; ++c) {
-        const float v = rgb[(size_t(y) * size_t(width) + size_t(x)) * 3 + size_t(c)];
+        const float v = rgb[(size_t(y) * size_t(step) * size_t(width) + size_t(x) * size_t(step)) * 3 + size_t(c)];
         px = (px << 8) | uint32_t(std::lround(std::clamp(double(v), 0.0, 1.0) * 255));
       }
       row[x] = px;  // cairo's RGB24: 0x00RRGGBB in native byte order
@@ -70,8 +75,19 @@ cairo_surface_t* rgb_surface(const float* rgb, int width, int height) {
   return surface;
 }
 
+}  // namespace
+
+cairo_surface_t* rgb_surface(const float* rgb, int width, int height) {
+  return sampled_rgb_surface(rgb, width, height, 1);
+}
+
 void draw_rgb(cairo_t* cr, const float* rgb, int width, int height, double x, double y, double scale) {
-  cairo_surface_t* surface = rgb_surface(rgb, width, height);
+  // A side over cairo's limit has no surface (a 1 x 100000 picture stopped
+  // `caption sheet` with "invalid value"): such a picture is drawn from every
+  // step-th pixel, enlarged by step, at the same place and size.
+  const int step = (std::max(width, height) + kCairoMaxSide - 1) / kCairoMaxSide;
+  cairo_surface_t* surface = sampled_rgb_surface(rgb, width, height, step);
+  scale *= step;
   cairo_save(cr);
   cairo_translate(cr, x, y);
   cairo_scale(cr, scale, scale);
@@ -86,6 +102,10 @@ void draw_rgb(cairo_t* cr, const float* rgb, int width, int height, double x, do
 std::string render_cairo(Format f, double width, double height, const std::function<void(cairo_t*)>& draw) {
   std::string bytes;
   cairo_surface_t* surface = nullptr;
+  if (f == Format::Png && !(width <= kCairoMaxSide && height <= kCairoMaxSide))
+    throw std::invalid_argument("a figure of " + std::to_string(std::lround(std::ceil(width))) + " x " +
+                                std::to_string(std::lround(std::ceil(height))) + " pixels is over cairo's limit of " +
+                                std::to_string(kCairoMaxSide) + " pixels a side");
   if (f == Format::Png)
     surface = cairo_image_surface_create(CAIRO_FORMAT_ARGB32, int(std::ceil(width)), int(std::ceil(height)));
   else if (f == Format::Pdf)

@@ -18,18 +18,24 @@ Format format_of(const std::string& path, const std::vector<Format>& allowed);
 // ".png", ...
 std::string extension(Format f);
 
+// The longest side of a cairo image surface, pixels (cairo's own limit).
+constexpr int kCairoMaxSide = 32767;
+
 // Draws a width x height figure (pixels for PNG, points for PDF and SVG) with
 // `draw` on a white page and returns the file's bytes. Format must be Png, Svg or Pdf.
+// A PNG over kCairoMaxSide a side throws std::invalid_argument saying so.
 std::string render_cairo(Format f, double width, double height, const std::function<void(cairo_t*)>& draw);
 
 // An RGB picture, rgb [height, width, 3] row-major, channel fastest, values in
 // [0, 1] (clamped), as a cairo RGB24 image surface (the caller destroys it):
 // how images get into figures (the contact sheets, the attention overlays).
+// Throws std::runtime_error when a side is over kCairoMaxSide (draw_rgb does not).
 cairo_surface_t* rgb_surface(const float* rgb, int width, int height);
 
 // Paints that picture with its top-left corner at (x, y), enlarged by `scale`:
 // whole-number enlargements show the pixels as they are (NEAREST), anything
-// else is smoothed (GOOD).
+// else is smoothed (GOOD). A picture with a side over kCairoMaxSide is drawn
+// from every k-th pixel (the smallest k that fits), at the same size.
 void draw_rgb(cairo_t* cr, const float* rgb, int width, int height, double x, double y, double scale);
 
 // Replaces `path` with `bytes`: written to a temporary file beside it, then

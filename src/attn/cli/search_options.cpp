@@ -1,0 +1,33 @@
+#include "attn/cli/search_options.h"
+
+#include <algorithm>
+
+#include "attn/data/line_reader.h"
+
+namespace attn::cli {
+
+CLI::Option* add_beam_option(CLI::App& cmd, int& beam, const std::string& help, bool short_flag) {
+  return cmd.add_option(short_flag ? "-b,--beam" : "--beam", beam, help)
+      ->capture_default_str()
+      ->check(CLI::Range(1, kMaxBeam));
+}
+
+CLI::Option* add_threads_option(CLI::App& cmd, int& threads) {
+  return cmd.add_option("--threads", threads, "threads (0: all cores)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, kMaxThreads));
+}
+
+size_t line_byte_limit(int64_t max_src_pieces) {
+  if (max_src_pieces <= 0) return data::kMaxLineBytes;
+  return std::max<size_t>(size_t(64) << 10, size_t(max_src_pieces) * 256);
+}
+
+CLI::Option* add_max_src_pieces_option(CLI::App& cmd, int64_t& pieces, const std::string& help,
+                                       bool zero_is_no_limit) {
+  return cmd.add_option("--max-src-pieces", pieces, help)
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(zero_is_no_limit ? 0 : 1), int64_t(1000000)));
+}
+
+}  // namespace attn::cli

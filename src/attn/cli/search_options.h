@@ -1,0 +1,33 @@
+// The options every decoding command shares, with one set of bounds: a
+// command that decodes takes its beam and threads through these, so `attn
+// translate -b 100000` or `--threads -3` stops at parse time naming the flag,
+// as the server's request limits do (serve/options.h).
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cstddef>
+#include <cstdint>
+
+namespace attn::cli {
+
+// The largest beam a command decodes with. A search holds batch x beam rows of
+// decoder state and logits ([rows, vocab] floats each step): at 64 and the
+// default batch of 64, 4,096 rows, a few hundred MB at vocab 8,000.
+constexpr int kMaxBeam = 64;
+constexpr int kMaxThreads = 4096;  // the training config's bound for train.threads
+
+// -b,--beam (or --beam alone when `short_flag` is false) in [1, kMaxBeam].
+CLI::Option* add_beam_option(CLI::App& cmd, int& beam, const std::string& help, bool short_flag = true);
+// --threads in [0, kMaxThreads] (0: all cores).
+CLI::Option* add_threads_option(CLI::App& cmd, int& threads);
+// The bytes of an input line that are read (the rest of a longer line is never
+// held): 256 per allowed source piece, at least 64 KiB; 1 MiB without a piece
+// limit. A piece spans a few bytes of text (SentencePiece's longest are 16
+// characters), so a line cut here still has more than N pieces unless it is
+// mostly whitespace or unknown characters; and SentencePiece holds ~250 bytes
+// per byte of a line it encodes: a 10 MB line once took 2.5 GB.
+size_t line_byte_limit(int64_t max_src_pieces);
+
+// --max-src-pieces in [0, 1,000,000] (0: no limit where `zero_is_no_limit`, else [1, ...]).
+CLI::Option* add_max_src_pieces_option(CLI::App& cmd, int64_t& pieces, const std::string& help, bool zero_is_no_limit);
+
+}  // namespace attn::cli
