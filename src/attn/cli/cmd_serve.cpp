@@ -1,6 +1,6 @@
 // `attn serve -m RUN`: the model of a run directory (a translation model or an
 // image captioner) behind an HTTP API
-// (serve/server.h; README.md, "attn serve", documents the routes and limits).
+// (serve/server.h; docs/translating-and-serving.md, "attn serve", documents the routes and limits).
 // Prints "attn serve: listening on http://HOST:PORT" on stderr once it listens;
 // SIGTERM or SIGINT stops it: no new connections, the requests in flight are
 // answered, then it exits 0.

@@ -6,7 +6,7 @@
 //
 // Each sentence's translation does not depend on its batch-mates' words: the
 // prepared weights fix the decoder step's layout and every decoder row is
-// computed alone (models/rnnsearch_search.h). README.md ("attn serve") says
+// computed alone (models/rnnsearch_search.h). docs/translating-and-serving.md ("attn serve") says
 // what the tests measured across batch compositions.
 #pragma once
 #include <cstdint>

@@ -1,5 +1,5 @@
 // What `attn serve` is told: where to listen, how to batch, and every limit
-// a request meets (README.md, "attn serve", documents each one).
+// a request meets (docs/translating-and-serving.md, "attn serve", documents each one).
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -1,4 +1,4 @@
-// The JSON the server answers with (README.md, "attn serve", lists every field).
+// The JSON the server answers with (docs/translating-and-serving.md, "attn serve", lists every field).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>

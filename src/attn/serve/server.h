@@ -1,6 +1,6 @@
 // `attn serve`: an HTTP server over one loaded model, a translation model or
 // an image captioner (routes:
-// routes.h; README.md, "attn serve", documents them). Connections are served
+// routes.h; docs/translating-and-serving.md, "attn serve", documents them). Connections are served
 // by a pool of threads (options.http_threads), each connection's requests
 // read through one buffer, so pipelined HTTP/1.1 requests are all answered in
 // order (connection.h); every decode runs on the micro-batcher's single worker
