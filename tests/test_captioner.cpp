@@ -34,28 +34,26 @@ public:
           for (int64_t x = 0; x < W; ++x)
             mean[size_t(b * L + (y * gh_ / H) * gw_ + x * gw_ / W)] += src.data()[((b * 3 + c) * H + y) * W + x];
     models::Encoded e;
-    e.memory.values = Tensor::from(mean, {B, L, 1});
-    e.memory.keys = e.memory.values;
-    e.memory.lengths = Tensor::full({B}, float(L));
-    e.state.tensors = {Tensor::zeros({B, 1})};  // steps taken
+    e.memory.values() = Tensor::from(mean, {B, L, 1});
+    e.memory.keys() = e.memory.values();
+    e.memory.lengths() = Tensor::full({B}, float(L));
+    e.state = models::DecoderState(B, B);  // no state: the step number says which word comes next
     return e;
   }
 
   // one-hot attention on the brightest cell; word 1, word 2, then EOS
-  models::StepOutput step(const models::EncoderMemory& memory, const models::DecoderState& state, const Tensor& prev,
-                          models::StepDetail) const override {
-    const int64_t N = prev.size(0), L = memory.values.size(1);
+  models::StepOutput step(const models::EncoderMemory& memory, const models::DecoderState&, const Tensor& prev,
+                          int64_t t, models::StepDetail) const override {
+    const int64_t N = prev.size(0), L = memory.values().size(1);
     models::StepOutput out;
     out.weights = Tensor::zeros({N, L});
     out.log_probs = Tensor::full({N, kVocab}, -20.0f);
-    out.state.tensors = {Tensor::zeros({N, 1})};
+    out.state = models::DecoderState(N, N);
     for (int64_t n = 0; n < N; ++n) {
-      const float* v = memory.values.data() + n * L;
+      const float* v = memory.values().data() + n * L;
       out.weights.data()[n * L + (std::max_element(v, v + L) - v)] = 1.0f;
-      const float steps = state.tensors[0].data()[n];
-      const int word = steps == 0 ? kWord1 : steps == 1 ? kWord2 : config().specials.eos;
+      const int word = t == 0 ? kWord1 : t == 1 ? kWord2 : config().specials.eos;
       out.log_probs.data()[n * kVocab + word] = -0.1f;
-      out.state.tensors[0].data()[n] = steps + 1;
     }
     return out;
   }

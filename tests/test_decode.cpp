@@ -114,7 +114,7 @@ std::vector<decode::Hypothesis> reference_beam(const models::Seq2SeqModel& m, co
     const int64_t N = int64_t(live.size());
     Tensor prev = Tensor::empty({N});
     for (int64_t r = 0; r < N; ++r) prev.data()[r] = float(live[size_t(r)].tokens.empty() ? data::SpecialIds{}.bos : live[size_t(r)].tokens.back());
-    models::StepOutput out = m.step(models::select_rows(e.memory, std::vector<int64_t>(size_t(N), 0)), state, prev);
+    models::StepOutput out = m.step(models::select_rows(e.memory, std::vector<int64_t>(size_t(N), 0)), state, prev, step);
     struct C {
       double score;
       float lp;

@@ -166,7 +166,7 @@ TEST(Explain, QueryAndContextAreWhatTheScoresRead) {
     NoGradGuard no_grad;
     const int64_t S = int64_t(kSource.size());
     models::Encoded enc = model->encode(Tensor::from(std::vector<float>(kSource.begin(), kSource.end()), {1, S}), {S});
-    const int64_t Dv = enc.memory.values.size(2), K = enc.memory.keys.size(2);
+    const int64_t Dv = enc.memory.values().size(2), K = enc.memory.keys().size(2);
     Tensor Wa, v;
     for (auto& [name, p] : model->named_parameters()) {
       if (name == "attention.query.weight") Wa = p;
@@ -174,7 +174,7 @@ TEST(Explain, QueryAndContextAreWhatTheScoresRead) {
     }
     for (const decode::ExplainStep& s : e.steps) {
       for (int64_t j = 0; j < S; ++j) {
-        const float* key = enc.memory.keys.data() + j * K;
+        const float* key = enc.memory.keys().data() + j * K;
         double want = 0;
         if (kind.config.type == models::ModelType::RnnSearch) {
           for (int64_t a = 0; a < K; ++a) {
@@ -189,7 +189,7 @@ TEST(Explain, QueryAndContextAreWhatTheScoresRead) {
       }
       std::vector<double> ctx(size_t(Dv), 0.0);
       for (int64_t j = 0; j < S; ++j)
-        for (int64_t d = 0; d < Dv; ++d) ctx[size_t(d)] += s.weights[size_t(j)] * enc.memory.values.data()[j * Dv + d];
+        for (int64_t d = 0; d < Dv; ++d) ctx[size_t(d)] += s.weights[size_t(j)] * enc.memory.values().data()[j * Dv + d];
       EXPECT_NEAR(s.context_norm, std::sqrt(std::inner_product(ctx.begin(), ctx.end(), ctx.begin(), 0.0)), 1e-5);
     }
   }

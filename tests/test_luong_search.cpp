@@ -44,25 +44,26 @@ TEST_P(LuongSearchStep, MatchesStep) {
   for (int s = 0; s < 4; ++s) {
     for (int64_t i = 0; i < N; ++i) ids.data()[i] = float(prev[size_t(i)] = int(rng.below(uint64_t(V))));
     if (s == 3) break;
-    state = model->step(models::select_rows(e.memory, rows), state, ids).state;
+    state = model->step(models::select_rows(e.memory, rows), state, ids, s).state;
   }
-  models::StepOutput ref = model->step(models::select_rows(e.memory, rows), state, ids);
+  models::StepOutput ref = model->step(models::select_rows(e.memory, rows), state, ids, 3);
   for (int threads : {1, 2})
     for (int64_t max_rows : {N, models::kPackRows}) {  // row-major and packed weights
       set_num_threads(threads);
       SCOPED_TRACE("threads " + std::to_string(threads) + ", max_rows " + std::to_string(max_rows));
       auto dec = model->decoder(e.memory, max_rows);
-      const models::StepTop& out = dec->step(rows, state, prev, k);
+      models::DecoderState st = dec->start(state, N, 4);  // the step updates its own copy in place
+      const models::StepTop& out = dec->step(rows, st, prev, k, 3);
       expect_top_k_of(out, ref.log_probs, k);
       for (int64_t i = 0; i < N; ++i) {
         for (int64_t j = 0; j < S; ++j)
           EXPECT_NEAR(out.weights.data()[i * S + j], ref.weights.data()[i * S + j], 1e-5) << i << "," << j;
       }
-      ASSERT_EQ(out.state.tensors.size(), ref.state.tensors.size());
-      for (size_t t = 0; t < ref.state.tensors.size(); ++t) {
-        const Tensor &x = out.state.tensors[t], &y = ref.state.tensors[t];
-        ASSERT_EQ(x.shape(), y.shape()) << "state tensor " << t;
-        for (int64_t i = 0; i < x.numel(); ++i) EXPECT_NEAR(x.data()[i], y.data()[i], 1e-5) << "state " << t << "[" << i << "]";
+      ASSERT_EQ(st.buffers().size(), ref.state.buffers().size());
+      for (const auto& [name, y] : ref.state.buffers()) {
+        const Tensor x = st.live(name);
+        ASSERT_EQ(x.shape(), y.shape()) << "state tensor " << name;
+        for (int64_t i = 0; i < x.numel(); ++i) EXPECT_NEAR(x.data()[i], y.data()[i], 1e-5) << "state " << name << "[" << i << "]";
       }
     }
   set_num_threads(0);
@@ -94,14 +95,15 @@ TEST_P(LuongSearchStep, SearchesScoreTheirTokensAsStepDoes) {
     models::DecoderState st = e.state;
     double total = 0;
     int prev = data::SpecialIds{}.bos;
+    int64_t t = 0;
     for (int tok : x.tokens) {
-      models::StepOutput out = model->step(e.memory, st, Tensor::from({float(prev)}, {1}));
+      models::StepOutput out = model->step(e.memory, st, Tensor::from({float(prev)}, {1}), t++);
       total += out.log_probs.data()[tok];
       st = out.state;
       prev = tok;
     }
     if (x.finished) {
-      models::StepOutput out = model->step(e.memory, st, Tensor::from({float(prev)}, {1}));
+      models::StepOutput out = model->step(e.memory, st, Tensor::from({float(prev)}, {1}), t);
       total += out.log_probs.data()[data::SpecialIds{}.eos];
     }
     EXPECT_NEAR(x.log_prob, total, 1e-4) << s;
@@ -121,13 +123,14 @@ TEST(LuongSearchStep, RejectsBadInput) {
   const data::Seq2SeqBatch b = tiny_batch(c.src_vocab, c.tgt_vocab);
   models::Encoded e = model->encode(b.src, b.src_lengths);
   auto dec = model->decoder(e.memory, 3);
-  EXPECT_THROW(dec->step({0, 1, 2}, e.state, {1, 1}, 1), std::invalid_argument);     // prev of 2 rows
-  EXPECT_THROW(dec->step({0, 1, 5}, e.state, {1, 1, 1}, 1), std::invalid_argument);  // no sentence 5
-  EXPECT_THROW(dec->step({0, 1, 2}, e.state, {1, 1, 13}, 1), std::invalid_argument); // token beyond V
-  EXPECT_THROW(dec->step({0, 1, 2}, e.state, {1, 1, 1}, 14), std::invalid_argument); // k beyond V
-  models::DecoderState short_state = e.state;
-  short_state.tensors.pop_back();
-  EXPECT_THROW(dec->step({0, 1, 2}, short_state, {1, 1, 1}, 1), std::invalid_argument);
+  EXPECT_THROW(dec->step({0, 1, 2}, e.state, {1, 1}, 1, 0), std::invalid_argument);     // prev of 2 rows
+  EXPECT_THROW(dec->step({0, 1, 5}, e.state, {1, 1, 1}, 1, 0), std::invalid_argument);  // no sentence 5
+  EXPECT_THROW(dec->step({0, 1, 2}, e.state, {1, 1, 13}, 1, 0), std::invalid_argument); // token beyond V
+  EXPECT_THROW(dec->step({0, 1, 2}, e.state, {1, 1, 1}, 14, 0), std::invalid_argument); // k beyond V
+  models::DecoderState short_state;  // h̃ missing
+  for (const auto& [name, t] : e.state.buffers())
+    if (name != "feed") short_state.set(name, t);
+  EXPECT_THROW(dec->step({0, 1, 2}, short_state, {1, 1, 1}, 1, 0), std::invalid_argument);
   Rng r(2);
   auto other = models::make_model(tiny(models::ModelType::RnnSearch), r, 2);
   other->train(false);

@@ -367,7 +367,7 @@ TEST_P(Models, StepByStepEqualsTeacherForcing) {
   for (int64_t t = 0; t < T; ++t) {
     Tensor prev = Tensor::empty({B});
     for (int64_t i = 0; i < B; ++i) prev.data()[i] = b.tgt_in.data()[i * T + t];
-    models::StepOutput o = model->step(e.memory, s, prev);
+    models::StepOutput o = model->step(e.memory, s, prev, t);
     ASSERT_EQ(o.log_probs.shape(), (Shape{B, V}));
     ASSERT_EQ(o.weights.shape(), (Shape{B, S}));
     for (int64_t i = 0; i < B; ++i) {

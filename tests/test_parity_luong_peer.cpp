@@ -57,8 +57,8 @@ TEST(ParityTorchLuongPeer, LossGradientsAndSearchStepsMatchAttnLuong) {
 
   NoGradGuard no_grad;
   models::Encoded e = model.encode(b.src, b.src_lengths);
-  models::StepOutput s1 = model.step(e.memory, e.state, Tensor::full({3}, float(c.specials.bos)));
-  models::StepOutput s2 = model.step(e.memory, s1.state, f.get("prev2"));
+  models::StepOutput s1 = model.step(e.memory, e.state, Tensor::full({3}, float(c.specials.bos)), 0);
+  models::StepOutput s2 = model.step(e.memory, s1.state, f.get("prev2"), 1);
   EXPECT_CLOSE(s1.log_probs, f.get("log_probs1"), 1e-4, "search step 1 log-probabilities");
   EXPECT_CLOSE(s2.log_probs, f.get("log_probs2"), 1e-4, "search step 2 log-probabilities");
 }

@@ -22,8 +22,8 @@ TEST(ParityTorchShowAttendTell, TwoSoftStepsAndEveryGradientMatchTorch) {
   EXPECT_EQ(load_oracle_params(model, f), 26);
   Tensor x = f.get("x").clone().set_requires_grad(true);
   models::Encoded e = model.encode(x, {4, 4});
-  models::StepOutput s1 = model.step(e.memory, e.state, Tensor::full({2}, float(c.specials.bos)));
-  models::StepOutput s2 = model.step(e.memory, s1.state, f.get("prev2"));
+  models::StepOutput s1 = model.step(e.memory, e.state, Tensor::full({2}, float(c.specials.bos)), 0);
+  models::StepOutput s2 = model.step(e.memory, s1.state, f.get("prev2"), 1);
   EXPECT_CLOSE(s1.log_probs, f.get("log_probs1"), 1e-4, "step 1 log-probabilities");
   EXPECT_CLOSE(s2.log_probs, f.get("log_probs2"), 1e-4, "step 2 log-probabilities");
   EXPECT_CLOSE(s1.weights, f.get("weights1"), 1e-4, "step 1 weights");

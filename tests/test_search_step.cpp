@@ -185,14 +185,14 @@ TEST(RnnSearchSearchStep, MatchesStepForBothLayouts) {
     const std::vector<int64_t> rows = {2, 2, 0, 1, 1, 1, 0};  // beams of sentences, any order
     const int64_t N = int64_t(rows.size()), Hd = 40, V = 101;
     models::DecoderState state;
-    state.tensors = {rand_uniform({N, Hd}, rng, -1, 1)};
+    state.set("s", rand_uniform({N, Hd}, rng, -1, 1));
     std::vector<int> prev;
     Tensor ids = Tensor::empty({N});
     for (int64_t i = 0; i < N; ++i) {
       prev.push_back(int(rng.below(uint64_t(V))));
       ids.data()[i] = float(prev.back());
     }
-    models::StepOutput ref = model->step(models::select_rows(e.memory, rows), state, ids);
+    models::StepOutput ref = model->step(models::select_rows(e.memory, rows), state, ids, 0);
     std::vector<std::vector<float>> layouts_lp;
     for (int layout = 0; layout < 8; ++layout) {
       // row-major and packed weights, each with the embedding's products folded and per step,
@@ -217,28 +217,29 @@ TEST(RnnSearchSearchStep, MatchesStepForBothLayouts) {
       w.w_y = get("output.weight"), w.b_y = get("output.bias");
       auto dec = models::make_rnnsearch_decoder(models::prepare_rnnsearch_decoder(w, packing, fold), e.memory, N,
                                                 context);
-      const models::StepTop& out = dec->step(rows, state, prev, k);
+      models::DecoderState st = dec->start(state, N, 1);  // the step updates its own copy in place
+      const models::StepTop& out = dec->step(rows, st, prev, k, 0);
+      const Tensor s_new = st.live("s"), s_ref = ref.state.live("s");
       ASSERT_EQ(out.k, k);
       attn::testing::expect_top_k_of(out, ref.log_probs, k);
       for (int64_t i = 0; i < N; ++i) {
         for (int64_t j = 0; j < S; ++j)
           EXPECT_NEAR(out.weights.data()[i * S + j], ref.weights.data()[i * S + j], 1e-6) << i << "," << j;
         for (int64_t h = 0; h < Hd; ++h)
-          EXPECT_NEAR(out.state.tensors[0].data()[i * Hd + h], ref.state.tensors[0].data()[i * Hd + h], 1e-5);
+          EXPECT_NEAR(s_new.data()[i * Hd + h], s_ref.data()[i * Hd + h], 1e-5);
       }
       layouts_lp.push_back(out.log_probs);
       std::vector<float> all = out.log_probs;
       for (int tok : out.tokens) all.push_back(float(tok));
       all.insert(all.end(), out.weights.data(), out.weights.data() + out.weights.numel());
-      all.insert(all.end(), out.state.tensors[0].data(), out.state.tensors[0].data() + out.state.tensors[0].numel());
+      all.insert(all.end(), s_new.data(), s_new.data() + s_new.numel());
       by_threads.push_back(all);
       const int best3 = out.tokens[size_t(3 * k)];
       const float lp3 = out.log_probs[size_t(3 * k)];
       // a second, smaller step through the same decoder (buffers reused; `out` is overwritten):
       // row 3 alone gives the same result, bit for bit
-      models::DecoderState s2;
-      s2.tensors = {models::select_rows(state.tensors[0], {3})};
-      const models::StepTop& o2 = dec->step({1}, s2, {prev[3]}, 1);
+      models::DecoderState s2 = dec->start(models::select_rows(state, {3}), 1, 1);
+      const models::StepTop& o2 = dec->step({1}, s2, {prev[3]}, 1, 0);
       EXPECT_EQ(o2.tokens[0], best3);
       EXPECT_EQ(o2.log_probs[0], lp3);
     }
@@ -346,27 +347,27 @@ TEST(RnnSearchSearchStep, RejectsBadInput) {
   models::Encoded e = model->encode(src, {3, 2});
   auto dec = model->decoder(e.memory, 4);
   models::DecoderState s;
-  s.tensors = {Tensor::zeros({2, 40})};
+  s.set("s", Tensor::zeros({2, 40}));
   // each range from both sides: the last value inside accepted, one past it (either end) refused
-  EXPECT_THROW(dec->step({0, 2}, s, {1, 1}, 1), std::invalid_argument);    // sentence 2 of 2
-  EXPECT_THROW(dec->step({-1, 1}, s, {1, 1}, 1), std::invalid_argument);   // sentence -1
-  EXPECT_NO_THROW(dec->step({1, 1}, s, {1, 1}, 3));                        // sentence B - 1
-  EXPECT_THROW(dec->step({0, 1}, s, {1, 101}, 1), std::invalid_argument);  // token V
-  EXPECT_THROW(dec->step({0, 1}, s, {-1, 1}, 1), std::invalid_argument);   // token -1
-  EXPECT_NO_THROW(dec->step({0, 1}, s, {0, 100}, 1));                      // tokens 0 and V - 1
-  EXPECT_THROW(dec->step({0, 1}, s, {1, 1}, 102), std::invalid_argument);  // k = V + 1
-  EXPECT_THROW(dec->step({0, 1}, s, {1, 1}, 0), std::invalid_argument);    // k = 0
-  EXPECT_EQ(dec->step({0, 1}, s, {1, 1}, 101).tokens.size(), 2u * 101u);   // k = V: every token
-  EXPECT_THROW(dec->step({0}, s, {1}, 1), std::invalid_argument);          // state rows != rows
+  EXPECT_THROW(dec->step({0, 2}, s, {1, 1}, 1, 0), std::invalid_argument);    // sentence 2 of 2
+  EXPECT_THROW(dec->step({-1, 1}, s, {1, 1}, 1, 0), std::invalid_argument);   // sentence -1
+  EXPECT_NO_THROW(dec->step({1, 1}, s, {1, 1}, 3, 0));                        // sentence B - 1
+  EXPECT_THROW(dec->step({0, 1}, s, {1, 101}, 1, 0), std::invalid_argument);  // token V
+  EXPECT_THROW(dec->step({0, 1}, s, {-1, 1}, 1, 0), std::invalid_argument);   // token -1
+  EXPECT_NO_THROW(dec->step({0, 1}, s, {0, 100}, 1, 0));                      // tokens 0 and V - 1
+  EXPECT_THROW(dec->step({0, 1}, s, {1, 1}, 102, 0), std::invalid_argument);  // k = V + 1
+  EXPECT_THROW(dec->step({0, 1}, s, {1, 1}, 0, 0), std::invalid_argument);    // k = 0
+  EXPECT_EQ(dec->step({0, 1}, s, {1, 1}, 101, 0).tokens.size(), 2u * 101u);   // k = V: every token
+  EXPECT_THROW(dec->step({0}, s, {1}, 1, 0), std::invalid_argument);          // state rows != rows
   // the memory's source lengths: [0, S]
   for (float bad : {4.0f, -1.0f, 1.5f}) {
     models::EncoderMemory m = e.memory;
-    m.lengths = Tensor::from({3.0f, bad}, {2});
+    m.lengths() = Tensor::from({3.0f, bad}, {2});
     EXPECT_THROW(model->decoder(m, 4), std::invalid_argument) << "length " << bad;
   }
   for (float fine : {3.0f, 0.0f}) {
     models::EncoderMemory m = e.memory;
-    m.lengths = Tensor::from({3.0f, fine}, {2});
+    m.lengths() = Tensor::from({3.0f, fine}, {2});
     EXPECT_NO_THROW(model->decoder(m, 4)) << "length " << fine;
   }
   model->train(true);
@@ -395,9 +396,9 @@ TEST(RnnSearchSearchStep, SideBySideEncoderEqualsSequential) {
     NoGradGuard no_grad;
     side = model->encode(src, lengths);
   }
-  EXPECT_EQ(seq.memory.values.to_vector(), side.memory.values.to_vector());
-  EXPECT_EQ(seq.memory.keys.to_vector(), side.memory.keys.to_vector());
-  EXPECT_EQ(seq.state.tensors[0].to_vector(), side.state.tensors[0].to_vector());
+  EXPECT_EQ(seq.memory.values().to_vector(), side.memory.values().to_vector());
+  EXPECT_EQ(seq.memory.keys().to_vector(), side.memory.keys().to_vector());
+  EXPECT_EQ(seq.state.live("s").to_vector(), side.state.live("s").to_vector());
   set_num_threads(0);
 }
 

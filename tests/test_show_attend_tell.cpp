@@ -188,7 +188,7 @@ TEST(ShowAttendTell, RegulariserIsTheDoublyStochasticPenalty) {
   for (int64_t t = 0; t < T; ++t) {
     Tensor prev = Tensor::empty({2});
     for (int64_t k = 0; k < 2; ++k) prev.data()[k] = b.tgt_in.data()[k * T + t];
-    models::StepOutput o = model.step(e.memory, s, prev);
+    models::StepOutput o = model.step(e.memory, s, prev, t);
     s = o.state;
     for (int64_t k = 0; k < 2; ++k) {
       if (b.tgt_out.data()[k * T + t] == float(c.specials.pad)) continue;
@@ -219,7 +219,7 @@ void expect_step_matches_forced(ImageAttention a) {
   for (int64_t t = 0; t < T; ++t) {
     Tensor prev = Tensor::empty({B});
     for (int64_t k = 0; k < B; ++k) prev.data()[k] = b.tgt_in.data()[k * T + t];
-    models::StepOutput o = model.step(e.memory, s, prev, models::StepDetail::Internals);
+    models::StepOutput o = model.step(e.memory, s, prev, t, models::StepDetail::Internals);
     ASSERT_EQ(o.scores.shape(), Shape({B, 4}));
     ASSERT_EQ(o.context.shape(), Shape({B, 16}));
     s = o.state;
@@ -400,7 +400,7 @@ TEST(ShowAttendTell, ReinforceWeighsEachChoiceByTheRewardToGo) {
   models::Encoded e = model.encode(b.src, b.src_lengths);
   models::DecoderState state = e.state;
   for (size_t t = 0; t < cells.size(); ++t) {
-    models::StepOutput o = model.step(e.memory, state, Tensor::from({b.tgt_in.data()[t]}, {1}));
+    models::StepOutput o = model.step(e.memory, state, Tensor::from({b.tgt_in.data()[t]}, {1}), int64_t(t));
     reward.push_back(o.log_probs.data()[int64_t(b.tgt_out.data()[t])]);
     state = o.state;
   }

@@ -33,12 +33,12 @@ public:
   }
   models::Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const override {
     models::Encoded e = RnnSearch::encode(src, lengths);
-    const Tensor& s0 = e.state.tensors[0];  // [B, Hd]
+    const Tensor s0 = e.state.live("s");  // [B, Hd]
     const int64_t B = s0.size(0), Hd = s0.size(1);
     attention::Mask mask;
-    mask.key_lengths = e.memory.lengths;
-    Tensor ctx = mha_->forward(reshape(s0, {B, 1, Hd}), e.memory.values, e.memory.values, mask).context;
-    e.state.tensors[0] = s0 + reshape(ctx, {B, Hd});
+    mask.key_lengths = e.memory.lengths();
+    Tensor ctx = mha_->forward(reshape(s0, {B, 1, Hd}), e.memory.values(), e.memory.values(), mask).context;
+    e.state.set("s", s0 + reshape(ctx, {B, Hd}));
     return e;
   }
 

@@ -77,7 +77,7 @@ Explanation explain_source(const models::Seq2SeqModel& model, const Tensor& src,
   Tensor prev = Tensor::full({1}, float(sp.bos));
   const size_t T = e.tokens.size() + (e.finished ? 1 : 0);
   for (size_t t = 0; t < T; ++t) {
-    models::StepOutput out = model.step(enc.memory, state, prev, models::StepDetail::Internals);
+    models::StepOutput out = model.step(enc.memory, state, prev, int64_t(t), models::StepDetail::Internals);
     const int chosen = t < e.tokens.size() ? e.tokens[t] : sp.eos;
     e.steps.push_back(record_step(out, chosen, o.top_k));
     state = std::move(out.state);

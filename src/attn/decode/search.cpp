@@ -32,6 +32,13 @@ int64_t max_steps(const SearchOptions& o, int64_t src_len) {
   return std::max<int64_t>(1, int64_t(o.max_len_ratio * double(src_len)) + o.max_len_offset);
 }
 
+// The most steps any sentence of the batch may take: the state's cache size.
+int64_t longest(const SearchOptions& o, const std::vector<int64_t>& lengths) {
+  int64_t n = 1;
+  for (int64_t len : lengths) n = std::max(n, max_steps(o, len));
+  return n;
+}
+
 void finalize(Hypothesis& h, double alpha) {
   const double len = double(h.tokens.size() + (h.finished ? 1 : 0));
   h.score = alpha == 0 || len == 0 ? h.log_prob : h.log_prob / std::pow(len, alpha);
@@ -53,13 +60,13 @@ std::vector<SearchResult> greedy_search(const models::Seq2SeqModel& model, const
   std::vector<Hypothesis> hyp(static_cast<size_t>(B));
   models::Encoded e = model.encode(src, lengths);
   std::unique_ptr<models::StepDecoder> decoder = model.decoder(e.memory, B, o.prepared);
-  models::DecoderState state = e.state;
+  models::DecoderState state = decoder->start(e.state, B, longest(o, lengths));
   std::vector<int64_t> sent(static_cast<size_t>(B));  // decoder row -> sentence
   for (int64_t b = 0; b < B; ++b) sent[size_t(b)] = b;
   const data::SpecialIds& ids = model.config().specials;
   std::vector<int> prev(static_cast<size_t>(B), ids.bos);
-  while (!sent.empty()) {
-    const models::StepTop& out = decoder->step(sent, state, prev, 1);  // each row's first maximum
+  for (int64_t t = 0; !sent.empty(); ++t) {
+    const models::StepTop& out = decoder->step(sent, state, prev, 1, t);  // each row's first maximum
     std::vector<int64_t> keep;
     std::vector<int> next;
     for (size_t i = 0; i < sent.size(); ++i) {
@@ -77,14 +84,12 @@ std::vector<SearchResult> greedy_search(const models::Seq2SeqModel& model, const
       keep.push_back(int64_t(i));
       next.push_back(best);
     }
-    if (keep.size() == sent.size()) {
-      state = out.state;
-    } else if (!keep.empty()) {  // finished sentences leave the batch
-      state = models::select_rows(out.state, keep);
+    if (keep.size() != sent.size() && !keep.empty()) {  // finished sentences leave the batch
+      state.gather(keep);
       std::vector<int64_t> s2;
       for (int64_t i : keep) s2.push_back(sent[size_t(i)]);
       sent = std::move(s2);
-    } else {
+    } else if (keep.empty()) {
       sent.clear();
     }
     prev = std::move(next);
@@ -198,7 +203,7 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
   // extended) and has up to K afterwards.
   std::vector<int64_t> act(static_cast<size_t>(B)), rows(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) act[size_t(b)] = rows[size_t(b)] = b;
-  models::DecoderState state = e.state;
+  models::DecoderState state = decoder->start(e.state, B * K, longest(o, lengths));
   std::vector<Hypothesis> beams(static_cast<size_t>(B));
   const data::SpecialIds& ids = model.config().specials;
   std::vector<int> prev(static_cast<size_t>(B), ids.bos);
@@ -210,7 +215,7 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
     // the sentence's K-th continuation. (fairseq draws 2K per sentence; K + 1 per row gives
     // the same continuations and ends, with less top-k work per step.)
     const int64_t want = std::min<int64_t>(K + 1, model.config().tgt_vocab);
-    const models::StepTop& out = decoder->step(rows, state, prev, want);
+    const models::StepTop& out = decoder->step(rows, state, prev, want, step);
     std::vector<int64_t> parents, next_act, next_rows;
     std::vector<Hypothesis> next_beams;
     std::vector<int> next_prev;
@@ -242,7 +247,7 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
       }
     }
     if (next_act.empty()) break;
-    state = models::select_rows(out.state, parents);
+    state.gather(parents);  // the surviving hypotheses' rows, in place of the step's rows
     act = std::move(next_act);
     rows = std::move(next_rows);
     beams = std::move(next_beams);

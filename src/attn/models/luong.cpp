@@ -76,59 +76,60 @@ Encoded Luong::encode(const Tensor& src, const std::vector<int64_t>& lengths) co
   Tensor out = detail::run_encoder(stack, lstm(), emb, lengths, float(config_.dropout), is_training(), dropout_rng_)
                    .output;  // [B, S, Dv]
   Encoded e;
-  e.memory.values = out;
-  e.memory.lengths = detail::lengths_tensor(lengths);
+  e.memory.values() = out;
+  e.memory.lengths() = detail::lengths_tensor(lengths);
   switch (config_.score) {
-    case LuongScore::Dot: e.memory.keys = out; break;
+    case LuongScore::Dot: e.memory.keys() = out; break;
     case LuongScore::General:  // W_a h̄_s / sqrt(Hd) [B, S, Hd] (luong.h: why the scale)
-      e.memory.keys = affine(linear(out, general_w_, Tensor()), 1.0f / std::sqrt(float(config_.decoder_hidden)));
+      e.memory.keys() = affine(linear(out, general_w_, Tensor()), 1.0f / std::sqrt(float(config_.decoder_hidden)));
       break;
-    case LuongScore::Concat: e.memory.keys = attention::project_keys(out, concat_k_, Tensor()); break;  // [B, S, A]
+    case LuongScore::Concat: e.memory.keys() = attention::project_keys(out, concat_k_, Tensor()); break;  // [B, S, A]
   }
   Tensor h0 = init_ ? tanh(init_->forward(detail::mean_over_valid(out, lengths))) : Tensor::zeros({B, Hd});
-  for (int64_t l = 0; l < L; ++l) e.state.tensors.push_back(h0);
-  if (lstm())
-    for (int64_t l = 0; l < L; ++l) e.state.tensors.push_back(Tensor::zeros({B, Hd}));
-  e.state.tensors.push_back(Tensor::zeros({B, Hd}));  // h̃_0
-  e.state.tensors.push_back(Tensor::zeros({B}));      // t = 0
+  e.state = DecoderState(B, B);
+  for (int64_t l = 0; l < L; ++l) {
+    e.state.set(luong_state::h(l), h0);
+    if (lstm()) e.state.set(luong_state::c(l), Tensor::zeros({B, Hd}));
+  }
+  e.state.set(luong_state::kFeed, Tensor::zeros({B, Hd}));  // h̃_0
   return e;
 }
 
-Luong::StepResult Luong::decoder_step(const EncoderMemory& m, const Tensor& emb, const DecoderState& s,
+Luong::StepResult Luong::decoder_step(const EncoderMemory& m, const Tensor& emb, const DecoderState& s, int64_t t,
                                       bool need_internals) const {
-  const int64_t N = emb.size(0), L = config_.decoder_layers, Hd = config_.decoder_hidden, S = m.values.size(1),
-                Dv = m.values.size(2);
+  const int64_t N = emb.size(0), L = config_.decoder_layers, Hd = config_.decoder_hidden, S = m.values().size(1),
+                Dv = m.values().size(2);
   const std::vector<int64_t> ones(size_t(N), 1);
-  const int64_t t = N ? int64_t(s.tensors.back().data()[0]) : 0;
   StepResult r;
-  std::vector<Tensor>& out = r.state.tensors;
-  out.resize(s.tensors.size());
+  r.state = DecoderState(N, N);
   // h_t = stacked cell([E y_{t-1}; h̃_{t-1}], h_{t-1})
-  Tensor x = concat({emb, feed(s)}, 1);
+  Tensor x = concat({emb, feed(s)}, 1), h;
   for (int64_t l = 0; l < L; ++l) {
     Tensor x3 = reshape(x, {N, 1, x.size(1)});
     if (lstm()) {
-      LstmResult y = attn::lstm(x3, ones, s.tensors[size_t(l)], s.tensors[size_t(L + l)], dec_lstm_->weights(l, 0));
-      out[size_t(l)] = y.h_n;
-      out[size_t(L + l)] = y.c_n;
+      LstmResult y = attn::lstm(x3, ones, s.live(luong_state::h(l)), s.live(luong_state::c(l)),
+                                dec_lstm_->weights(l, 0));
+      h = y.h_n;
+      r.state.set(luong_state::c(l), y.c_n);
     } else {
-      out[size_t(l)] = gru(x3, ones, s.tensors[size_t(l)], dec_gru_->weights(l, 0)).h_n;
+      h = gru(x3, ones, s.live(luong_state::h(l)), dec_gru_->weights(l, 0)).h_n;
     }
-    x = out[size_t(l)];
+    r.state.set(luong_state::h(l), h);
+    x = h;
     if (l + 1 < L) x = drop(x);
   }
-  const Tensor& h = out[size_t(L - 1)];  // [N, Hd]
+  // h = h_t [N, Hd], the top layer's
   Tensor context;
   if (config_.score == LuongScore::Concat) {
     // v_a^T tanh(W_a [h_t; h̄_s]) = v_a^T tanh(W_q h_t + W_k h̄_s): the fused additive step
     attention::AdditiveStepOutput a =
-        attention::additive_step(h, m.keys, m.values, concat_q_, concat_v_, m.lengths, need_internals);
+        attention::additive_step(h, m.keys(), m.values(), concat_q_, concat_v_, m.lengths(), need_internals);
     context = a.context;
     r.weights = a.weights;
     r.internals.scores = a.scores;
   } else {
     attention::AttentionOptions o;
-    o.mask.key_lengths = m.lengths;
+    o.mask.key_lengths = m.lengths();
     o.need_weights = true;
     o.need_scores = need_internals;
     if (config_.window == LuongWindow::LocalM) {
@@ -141,9 +142,9 @@ Luong::StepResult Luong::decoder_step(const EncoderMemory& m, const Tensor& emb,
       o.local.Wp = local_wp_;
       o.local.vp = local_vp_;
     }
-    const int64_t K = m.keys.size(2);
-    attention::AttentionOutput a = attention::attention(reshape(h, {N, 1, 1, Hd}), reshape(m.keys, {N, 1, S, K}),
-                                                        reshape(m.values, {N, 1, S, Dv}), attention::Dot{}, o);
+    const int64_t K = m.keys().size(2);
+    attention::AttentionOutput a = attention::attention(reshape(h, {N, 1, 1, Hd}), reshape(m.keys(), {N, 1, S, K}),
+                                                        reshape(m.values(), {N, 1, S, Dv}), attention::Dot{}, o);
     context = reshape(a.context, {N, Dv});
     r.weights = reshape(a.weights, {N, S});
     if (need_internals) {  // [N, 1, 1, ...] -> [N, ...]
@@ -157,18 +158,19 @@ Luong::StepResult Luong::decoder_step(const EncoderMemory& m, const Tensor& emb,
     r.internals.context = context.detach();
   }
   // h̃_t = tanh(W_c [c_t; h_t])
-  out[out.size() - 2] = drop(tanh(combine_->forward(concat({context, h}, 1))));
-  Tensor next_t = Tensor::full({N}, float(t + 1));
-  out.back() = next_t;
+  r.state.set(luong_state::kFeed, drop(tanh(combine_->forward(concat({context, h}, 1)))));
   return r;
 }
 
-StepOutput Luong::step(const EncoderMemory& m, const DecoderState& state, const Tensor& prev,
+StepOutput Luong::step(const EncoderMemory& m, const DecoderState& state, const Tensor& prev, int64_t t,
                        StepDetail detail) const {
-  const size_t want = size_t(config_.decoder_layers * (lstm() ? 2 : 1) + 2);
-  if (state.tensors.size() != want || !prev.defined() || prev.dim() != 1 || prev.size(0) != state.tensors[0].size(0))
-    throw std::invalid_argument("luong step: expects the state from encode()/step() and prev [N]");
-  StepResult r = decoder_step(m, tgt_embed_->forward(prev), state, detail == StepDetail::Internals);
+  const size_t want = size_t(config_.decoder_layers * (lstm() ? 2 : 1) + 1);
+  bool ok = state.buffers().size() == want && state.has(luong_state::kFeed) && prev.defined() && prev.dim() == 1 &&
+            prev.size(0) == state.rows();
+  for (int64_t l = 0; ok && l < config_.decoder_layers; ++l)
+    ok = state.has(luong_state::h(l)) && (!lstm() || state.has(luong_state::c(l)));
+  if (!ok) throw std::invalid_argument("luong step: expects the state from encode()/step() and prev [N]");
+  StepResult r = decoder_step(m, tgt_embed_->forward(prev), state, t, detail == StepDetail::Internals);
   StepOutput out = std::move(r.internals);
   Tensor logits = linear(feed(r.state), out_w_, out_b_);
   out.log_probs = autograd::grad_enabled() ? log_softmax(logits, -1) : log_softmax_rows(logits);
@@ -186,7 +188,7 @@ Tensor Luong::forced_features_by_steps(const data::Seq2SeqBatch& b) const {
   feeds.reserve(size_t(T));
   DecoderState s = e.state;
   for (int64_t t = 0; t < T; ++t) {
-    s = decoder_step(e.memory, emb_t[size_t(t)], s).state;
+    s = decoder_step(e.memory, emb_t[size_t(t)], s, t).state;
     feeds.push_back(feed(s));
   }
   // h̃ of all steps: [T * B, Hd] (the output projection follows in loss / forced_logits)
@@ -227,10 +229,10 @@ Tensor Luong::forced_features(const data::Seq2SeqBatch& b) const {
   const int64_t B = b.tgt_in.size(0), T = b.tgt_in.size(1), L = config_.decoder_layers, Hd = config_.decoder_hidden;
   LuongLoopInputs in;
   in.emb = drop(tgt_embed_->forward(time_major(b.tgt_in)));  // [T, B, E]
-  in.keys = e.memory.keys, in.values = e.memory.values, in.lengths = e.memory.lengths;
-  for (int64_t l = 0; l < L; ++l) in.h0.push_back(e.state.tensors[size_t(l)]);
+  in.keys = e.memory.keys(), in.values = e.memory.values(), in.lengths = e.memory.lengths();
+  for (int64_t l = 0; l < L; ++l) in.h0.push_back(e.state.live(luong_state::h(l)));
   if (lstm())
-    for (int64_t l = 0; l < L; ++l) in.c0.push_back(e.state.tensors[size_t(L + l)]);
+    for (int64_t l = 0; l < L; ++l) in.c0.push_back(e.state.live(luong_state::c(l)));
   const float p = float(config_.dropout);
   if (is_training() && p > 0.0f) {  // drawn in decoder_step's order: per step, between layers, then h̃
     if (L > 1) in.layer_masks = Tensor::empty({T, L - 1, B, Hd});

@@ -46,7 +46,7 @@ public:
   Luong(const ModelConfig& config, Rng& init, uint64_t dropout_seed);
 
   Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const override;
-  StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev,
+  StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev, int64_t t,
                   StepDetail detail = StepDetail::Weights) const override;
   // The decoder loop as one fused op (luong_decoder.h).
   Tensor forced_features(const data::Seq2SeqBatch& b) const override;
@@ -61,17 +61,17 @@ public:
   std::shared_ptr<const PreparedDecoder> prepare_decoder(int64_t max_rows) const override;
 
 private:
-  // Decoder state layout: {h_0..h_{L-1}, c_0..c_{L-1} (LSTM only), h̃ [N, Hd], t [N]}
-  // (t, the step index as a float, is what local-m centres its window on).
+  // Decoder state: luong_state's names (luong_search.h), h and c (LSTM only) per
+  // layer and h̃, each [N, Hd]; local-m centres its window on the step number t.
   struct StepResult {
     DecoderState state;  // at step t
     Tensor weights;      // [N, S]
     StepOutput internals;  // query, scores, context, window, position (with need_internals)
   };
   // emb [N, E], state at t-1 -> state at t (+ the attention internals when need_internals)
-  StepResult decoder_step(const EncoderMemory& m, const Tensor& emb, const DecoderState& s,
+  StepResult decoder_step(const EncoderMemory& m, const Tensor& emb, const DecoderState& s, int64_t t,
                           bool need_internals = false) const;
-  const Tensor& feed(const DecoderState& s) const { return s.tensors[s.tensors.size() - 2]; }  // h̃
+  Tensor feed(const DecoderState& s) const { return s.live("feed"); }  // h̃ [N, Hd]
   Tensor drop(const Tensor& x) const;
   LuongLoopWeights loop_weights() const;
   bool lstm() const { return config_.cell == CellType::Lstm; }

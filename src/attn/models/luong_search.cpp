@@ -118,15 +118,17 @@ struct StepCall {
   int64_t N = 0;
   const int64_t* rows = nullptr;  // [N] row -> sentence
   const int* prev = nullptr;      // [N] previous tokens
-  const DecoderState* state = nullptr;
-  DecoderState* next = nullptr;
+  int64_t t = 0;                  // the step number (local-m centres its window on it)
+  // the state's buffers, updated in place: h[l], c[l] (LSTM) [N, Hd] per layer, feed h̃ [N, Hd]
+  std::vector<float*> h, c;
+  float* feed = nullptr;
 };
 
 class LuongStepDecoder final : public StepDecoder {
 public:
   LuongStepDecoder(std::shared_ptr<const LuongPrepared> p, const EncoderMemory& m, int64_t max_rows);
-  const StepTop& step(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
-                      int64_t k) override;
+  const StepTop& step(const std::vector<int64_t>& rows, DecoderState& state, const std::vector<int>& prev, int64_t k,
+                      int64_t t) override;
 
 private:
   void check(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
@@ -140,8 +142,8 @@ private:
   void attend_rows(const StepCall& c);
   void combine(const StepCall& c);
 
-  const float* h_prev(const StepCall& c, int64_t l) const { return c.state->tensors[size_t(l)].data(); }
-  float* h_next(const StepCall& c, int64_t l) const { return c.next->tensors[size_t(l)].data(); }
+  // layer l's h: the previous one until its cell runs, then the new one (in place)
+  float* h_of(const StepCall& c, int64_t l) const { return c.h[size_t(l)]; }
 
   std::shared_ptr<const LuongPrepared> p_;
   Tensor keys_, values_;
@@ -155,19 +157,19 @@ private:
 };
 
 LuongStepDecoder::LuongStepDecoder(std::shared_ptr<const LuongPrepared> p, const EncoderMemory& m, int64_t max_rows)
-    : p_(std::move(p)), keys_(m.keys), values_(m.values),
+    : p_(std::move(p)), keys_(m.keys()), values_(m.values()),
       logits_(&p_->y, p_->b_s.defined() ? p_->b_s.data() : nullptr) {
   const LuongPrepared& q = *p_;
   const bool ok = keys_.defined() && values_.defined() && keys_.dim() == 3 && values_.dim() == 3 &&
                   values_.size(0) == keys_.size(0) && values_.size(1) == keys_.size(1) && values_.size(2) == q.Dv &&
-                  keys_.size(2) == (q.score == LuongScore::Concat ? q.A : q.Hd) && fits(m.lengths, {keys_.size(0)});
+                  keys_.size(2) == (q.score == LuongScore::Concat ? q.A : q.Hd) && fits(m.lengths(), {keys_.size(0)});
   if (!ok)
     throw std::invalid_argument("luong decoder: keys " + shape_str(keys_) + ", values " + shape_str(values_) +
-                                ", lengths " + shape_str(m.lengths) + " (expects keys [B, S, " +
+                                ", lengths " + shape_str(m.lengths()) + " (expects keys [B, S, " +
                                 std::to_string(q.score == LuongScore::Concat ? q.A : q.Hd) + "], values [B, S, " +
                                 std::to_string(q.Dv) + "], lengths [B])");
   B_ = keys_.size(0), S_ = keys_.size(1), K_ = keys_.size(2);
-  len_ = lengths_in_range("luong decoder", "lengths", m.lengths, S_);
+  len_ = lengths_in_range("luong decoder", "lengths", m.lengths(), S_);
   macs_per_row_ = q.L * q.G * 2 * q.Hd + q.Hd * (q.Dv + q.Hd) + q.V * q.Hd + S_ * (K_ + q.Dv) + 2 * q.A * q.Hd;
   reserve(std::max<int64_t>(1, max_rows));
 }
@@ -189,10 +191,13 @@ void LuongStepDecoder::reserve(int64_t rows) {
 void LuongStepDecoder::check(const std::vector<int64_t>& rows, const DecoderState& state,
                              const std::vector<int>& prev, int64_t k) const {
   const int64_t N = int64_t(rows.size()), L = p_->L, Hd = p_->Hd;
-  const size_t want = size_t(L * (p_->cell == CellType::Lstm ? 2 : 1) + 2);
-  bool ok = state.tensors.size() == want && int64_t(prev.size()) == N;
-  for (size_t i = 0; ok && i + 1 < want; ++i) ok = fits(state.tensors[i], {N, Hd});
-  if (ok) ok = fits(state.tensors.back(), {N});
+  const bool lstm = p_->cell == CellType::Lstm;
+  const size_t want = size_t(L * (lstm ? 2 : 1) + 1);
+  auto fits_state = [&](const std::string& name) {
+    return state.has(name) && state.buffer(name).dim() == 2 && state.buffer(name).size(1) == Hd;
+  };
+  bool ok = state.buffers().size() == want && state.rows() == N && int64_t(prev.size()) == N && fits_state(luong_state::kFeed);
+  for (int64_t l = 0; ok && l < L; ++l) ok = fits_state(luong_state::h(l)) && (!lstm || fits_state(luong_state::c(l)));
   if (!ok)
     throw std::invalid_argument("luong decoder step: expects the state from encode()/step() (" +
                                 std::to_string(want) + " tensors of N = " + std::to_string(N) + " rows) and prev [N]");
@@ -221,7 +226,7 @@ void LuongStepDecoder::layer_products(const StepCall& c, int64_t l) {
   const LuongPrepared& p = *p_;
   const int64_t N = c.N, Hd = p.Hd, G = p.G, E = p.E;
   const nn::StepLinear& in = l == 0 ? p.feed : p.ih[size_t(l)];
-  const float* x = l == 0 ? c.state->tensors[c.state->tensors.size() - 2].data() : h_next(c, l - 1);
+  const float* x = l == 0 ? c.feed : h_of(c, l - 1);  // h̃ (not yet updated), h^{l-1}' (updated)
   const int64_t ui = in.units(), uh = ui + p.hh[size_t(l)].units(),
                 ue = uh + (l == 0 && !p.folded ? p.ie.units() : 0);
 #pragma omp for schedule(dynamic, 1)
@@ -229,18 +234,18 @@ void LuongStepDecoder::layer_products(const StepCall& c, int64_t l) {
     if (u < ui)
       in.apply(N, x, Hd, u, u + 1, gx_.data(), G, l == 0);
     else if (u < uh)
-      p.hh[size_t(l)].apply(N, h_prev(c, l), Hd, u - ui, u - ui + 1, gh_.data(), G);
+      p.hh[size_t(l)].apply(N, h_of(c, l), Hd, u - ui, u - ui + 1, gh_.data(), G);  // h^l before its cell
     else
       p.ie.apply(N, xe_.data(), E, u - uh, u - uh + 1, gx_.data(), G, true);
   }
 }
 
-// 3. layer l's cell over blocks of whole rows
+// 3. layer l's cell over blocks of whole rows, h^l and c^l in place
 void LuongStepDecoder::cell_rows(const StepCall& c, int64_t l) {
   constexpr int64_t kRows = 8;
   const LuongPrepared& p = *p_;
-  const int64_t N = c.N, G = p.G, Hd = p.Hd, L = p.L;
-  float* h = h_next(c, l);
+  const int64_t N = c.N, G = p.G, Hd = p.Hd;
+  float* h = h_of(c, l);
 #pragma omp for schedule(dynamic, 1)
   for (int64_t i0 = 0; i0 < N; i0 += kRows) {
     const int64_t n = std::min(kRows, N - i0);
@@ -248,21 +253,21 @@ void LuongStepDecoder::cell_rows(const StepCall& c, int64_t l) {
     float* cr[kRows];
     for (int64_t j = 0; j < n; ++j) {
       y[j] = h + (i0 + j) * Hd;
-      if (p.cell == CellType::Lstm) cr[j] = c.next->tensors[size_t(L + l)].data() + (i0 + j) * Hd;
+      if (p.cell == CellType::Lstm) cr[j] = c.c[size_t(l)] + (i0 + j) * Hd;
     }
     if (p.cell == CellType::Gru) {
       rnn_kernels::GruForward a;
       a.n = n, a.hidden = Hd, a.k_begin = 0, a.k_end = Hd;
       a.gates = gx_.data() + i0 * G, a.gh = gh_.data() + i0 * G;
       a.b_ih = p.b_ih[size_t(l)].data(), a.b_hh = p.b_hh[size_t(l)].data();
-      a.h_prev = h_prev(c, l) + i0 * Hd, a.y_rows = y, a.next_rows = y;
+      a.h_prev = h + i0 * Hd, a.y_rows = y, a.next_rows = y;
       rnn_kernels::gru_forward(a);  // ghn null: nothing kept for a backward
     } else {
       rnn_kernels::LstmForward a;
       a.n = n, a.hidden = Hd, a.k_begin = 0, a.k_end = Hd;
       a.gates = gx_.data() + i0 * G, a.gh = gh_.data() + i0 * G;
       a.b_ih = p.b_ih[size_t(l)].data(), a.b_hh = p.b_hh[size_t(l)].data();
-      a.c_prev = c.state->tensors[size_t(L + l)].data() + i0 * Hd, a.tanh_c = tanh_c_.data() + i0 * Hd;
+      a.c_prev = c.c[size_t(l)] + i0 * Hd, a.tanh_c = tanh_c_.data() + i0 * Hd;
       a.y_rows = y, a.next_rows = y, a.c_rows = cr;
       rnn_kernels::lstm_forward(a);
     }
@@ -274,15 +279,14 @@ void LuongStepDecoder::attention_products(const StepCall& c) {
   const LuongPrepared& p = *p_;
   const nn::StepLinear& lin = p.score == LuongScore::Concat ? p.q : p.wp;
 #pragma omp for schedule(dynamic, 1)
-  for (int64_t u = 0; u < lin.units(); ++u) lin.apply(c.N, h_next(c, p.L - 1), p.Hd, u, u + 1, qp_.data(), p.A);
+  for (int64_t u = 0; u < lin.units(); ++u) lin.apply(c.N, h_of(c, p.L - 1), p.Hd, u, u + 1, qp_.data(), p.A);
 }
 
 // 5. each row's weights and context over its sentence (its window: local-m around t, local-p around p)
 void LuongStepDecoder::attend_rows(const StepCall& c) {
   const LuongPrepared& p = *p_;
   const int64_t S = S_, K = K_, Dv = p.Dv, Hd = p.Hd, A = p.A;
-  const float* h = h_next(c, p.L - 1);
-  const float* steps = c.state->tensors.back().data();
+  const float* h = h_of(c, p.L - 1);
 #pragma omp for schedule(dynamic, 4)
   for (int64_t i = 0; i < c.N; ++i) {
     const int64_t b = c.rows[i], L = len_[size_t(b)];
@@ -294,7 +298,7 @@ void LuongStepDecoder::attend_rows(const StepCall& c) {
     }
     luong_kernels::DotAttend k;
     std::pair<int64_t, int64_t> range{0, L};
-    if (p.window == LuongWindow::LocalM) range = attention::window_range(double(steps[i]), p.half_width, L);
+    if (p.window == LuongWindow::LocalM) range = attention::window_range(double(c.t), p.half_width, L);
     if (p.window == LuongWindow::LocalP) {  // p = length sigmoid(v_p^T tanh(W_p h))
       float e = 0.0f;
       for (int64_t j = 0; j < A; ++j) e += p.vp.data()[j] * std::tanh(qp_.data()[i * A + j]);
@@ -313,27 +317,28 @@ void LuongStepDecoder::attend_rows(const StepCall& c) {
 void LuongStepDecoder::combine(const StepCall& c) {
   const LuongPrepared& p = *p_;
   const int64_t Hd = p.Hd;
-  float* ht = c.next->tensors[c.next->tensors.size() - 2].data();
+  float* ht = c.feed;  // h̃ in place: layer 0 read the previous one before
 #pragma omp for schedule(dynamic, 1)
   for (int64_t u = 0; u < p.wcc.units(); ++u) {
     p.wcc.apply(c.N, ctx_.data(), p.Dv, u, u + 1, ht, Hd);
-    p.wch.apply(c.N, h_next(c, p.L - 1), Hd, u, u + 1, ht, Hd, true);
+    p.wch.apply(c.N, h_of(c, p.L - 1), Hd, u, u + 1, ht, Hd, true);
     const int64_t c0 = u * nn::StepLinear::kUnit;
     rnnsearch_kernels::tanh_columns(ht, Hd, c.N, c0, c0 + p.wcc.unit_cols(u));
   }
 }
 
-const StepTop& LuongStepDecoder::step(const std::vector<int64_t>& rows, const DecoderState& state,
-                                      const std::vector<int>& prev, int64_t k) {
+const StepTop& LuongStepDecoder::step(const std::vector<int64_t>& rows, DecoderState& state,
+                                      const std::vector<int>& prev, int64_t k, int64_t t) {
   check(rows, state, prev, k);
   const LuongPrepared& p = *p_;
   const int64_t N = int64_t(rows.size());
   reserve(N);
-  DecoderState next;
-  for (size_t i = 0; i + 1 < state.tensors.size(); ++i) next.tensors.push_back(Tensor::empty({N, p.Hd}));
-  next.tensors.push_back(Tensor::empty({N}));
-  for (int64_t i = 0; i < N; ++i) next.tensors.back().data()[i] = state.tensors.back().data()[i] + 1.0f;
-  StepCall c{N, rows.data(), prev.data(), &state, &next};
+  StepCall c;
+  c.N = N, c.rows = rows.data(), c.prev = prev.data(), c.t = t, c.feed = state.data(luong_state::kFeed);
+  for (int64_t l = 0; l < p.L; ++l) {
+    c.h.push_back(state.data(luong_state::h(l)));
+    if (p.cell == CellType::Lstm) c.c.push_back(state.data(luong_state::c(l)));
+  }
   const bool par = num_threads() > 1 && N * macs_per_row_ >= kParallelMacs;
   logits_.begin(N, k, par ? num_threads() : 1, out_);
   // one region, phases separated by the omp for barriers (see rnnsearch_search.cpp on dynamic chunks)
@@ -347,11 +352,10 @@ const StepTop& LuongStepDecoder::step(const std::vector<int64_t>& rows, const De
     if (p.score == LuongScore::Concat || p.window == LuongWindow::LocalP) attention_products(c);
     attend_rows(c);
     combine(c);
-    logits_.tiles(next.tensors[next.tensors.size() - 2].data(), p.Hd, omp_get_thread_num());
+    logits_.tiles(c.feed, p.Hd, omp_get_thread_num());
     logits_.merge(omp_get_thread_num(), omp_get_num_threads(), out_);
   }
   out_.weights = weights_.narrow0(0, N);
-  out_.state = std::move(next);
   return out_;
 }
 

@@ -14,7 +14,8 @@
 // previous token y is one of V ids: T[y] = E[y] W_ih0[:, :E]^T + b_ih0 [V, G]
 // (when it holds at most kMaxFoldedFloats floats; else the product runs per step).
 //
-// Per step, with state {h^l, c^l (LSTM), h̃, t} and y the previous token of each row:
+// Per step t, with state {h^l, c^l (LSTM), h̃} and y the previous token of each row
+// (the state's rows are updated in place; local-m centres its window on t):
 //   g^0 = T[y] + h̃ W_ih0[:, E:]^T;  layer l: g^l = h^{l-1}' W_ih^T;  gh = h^l W_hh^T;  h^l', c^l' = cell
 //   scores over the row's sentence's keys from h = h^{L-1}' (dot, general; concat
 //   through W_q h); the window around t (local-m) or p = length sigmoid(v_p^T tanh(W_p h)) (local-p)
@@ -22,11 +23,20 @@
 // The same equations as Luong::step() (tests/test_luong_search.cpp holds them equal up to rounding).
 #pragma once
 #include <memory>
+#include <string>
 
 #include "attn/models/luong_decoder.h"
 #include "attn/models/rnnsearch_search.h"
 
 namespace attn::models {
+
+// The names of Luong's decoder state (Luong::encode(), step(), the fused
+// step): "h<l>" and "c<l>" (LSTM only) [N, Hd] per layer l, "feed" h̃ [N, Hd].
+namespace luong_state {
+inline std::string h(int64_t layer) { return "h" + std::to_string(layer); }
+inline std::string c(int64_t layer) { return "c" + std::to_string(layer); }
+inline const char* const kFeed = "feed";
+}  // namespace luong_state
 
 struct LuongStepWeights {
   Tensor embed;           // [V, E] target embedding

@@ -53,9 +53,9 @@ Encoded RnnSearch::encode(const Tensor& src, const std::vector<int64_t>& lengths
   detail::EncoderRun enc = detail::run_encoder(*encoder_, false, emb, lengths, float(config_.dropout), is_training(),
                                                dropout_rng_);  // output [B, S, 2He]
   Encoded e;
-  e.memory.values = enc.output;  // annotations h_j = [fwd; bwd]
-  e.memory.keys = attention::project_keys(enc.output, key_->weight, key_->bias);  // [B, S, A], once per batch
-  e.memory.lengths = detail::lengths_tensor(lengths);
+  e.memory.values() = enc.output;  // annotations h_j = [fwd; bwd]
+  e.memory.keys() = attention::project_keys(enc.output, key_->weight, key_->bias);  // [B, S, A], once per batch
+  e.memory.lengths() = detail::lengths_tensor(lengths);
   Tensor s0;
   switch (config_.decoder_init) {
     case DecoderInit::Mean:  // s0 = tanh(W mean_j h_j + b)
@@ -66,16 +66,16 @@ Encoded RnnSearch::encode(const Tensor& src, const std::vector<int64_t>& lengths
       break;
     case DecoderInit::Zero: s0 = Tensor::zeros({B, config_.decoder_hidden}); break;
   }
-  e.state.tensors = {s0};
+  e.state.set("s", s0);
   return e;
 }
 
 RnnSearch::StepResult RnnSearch::decoder_step(const EncoderMemory& m, const Tensor& emb, const Tensor& s,
                                               bool need_scores) const {
-  const int64_t N = emb.size(0), E = emb.size(1), Dv = m.values.size(2);
+  const int64_t N = emb.size(0), E = emb.size(1), Dv = m.values().size(2);
   // a_i, c_i from the previous state s_{i-1} (the query) and the cached keys
   attention::AdditiveStepOutput att =
-      attention::additive_step(s, m.keys, m.values, query_w_, score_v_, m.lengths, need_scores);
+      attention::additive_step(s, m.keys(), m.values(), query_w_, score_v_, m.lengths(), need_scores);
   // s_i = GRU([E y_{i-1}; c_i], s_{i-1})
   Tensor x = reshape(concat({emb, att.context}, 1), {N, 1, E + Dv});
   Tensor s_new = gru(x, std::vector<int64_t>(size_t(N), 1), s, decoder_->weights()).h_n;
@@ -87,23 +87,26 @@ Tensor RnnSearch::readout(const Tensor& s, const Tensor& c, const Tensor& emb) c
   return drop(tanh(readout_->forward(concat({s, c, emb}, 1))));
 }
 
-StepOutput RnnSearch::step(const EncoderMemory& m, const DecoderState& state, const Tensor& prev,
+StepOutput RnnSearch::step(const EncoderMemory& m, const DecoderState& state, const Tensor& prev, int64_t t,
                            StepDetail detail) const {
-  if (state.tensors.size() != 1 || !prev.defined() || prev.dim() != 1 || prev.size(0) != state.tensors[0].size(0))
+  (void)t;  // the recurrence carries all it needs in s
+  if (state.buffers().size() != 1 || !state.has("s") || !prev.defined() || prev.dim() != 1 ||
+      prev.size(0) != state.rows())
     throw std::invalid_argument("rnnsearch step: expects state {s [N, Hd]} and prev [N]");
+  const Tensor s = state.live("s");
   Tensor emb = tgt_embed_->forward(prev);  // [N, E]
   const bool internals = detail == StepDetail::Internals;
-  StepResult r = decoder_step(m, emb, state.tensors[0], internals);
+  StepResult r = decoder_step(m, emb, s, internals);
   StepOutput out;
   if (internals) {  // the query is the previous state s_{i-1}; global attention: no window
-    out.query = state.tensors[0].detach();
+    out.query = s.detach();
     out.scores = r.scores;
     out.context = r.context.detach();
   }
   Tensor logits = linear(readout(r.s, r.context, emb), out_w_, out_b_);  // W_y t + b_y
   out.log_probs = autograd::grad_enabled() ? log_softmax(logits, -1) : log_softmax_rows(logits);
   out.weights = r.weights;
-  out.state.tensors = {r.s};
+  out.state.set("s", r.s);
   return out;
 }
 
@@ -127,11 +130,11 @@ std::unique_ptr<StepDecoder> RnnSearch::decoder(const EncoderMemory& memory, int
 Tensor RnnSearch::forced_features(const data::Seq2SeqBatch& b) const {
   Encoded e = encode(b.src, b.src_lengths);
   const int64_t B = b.tgt_in.size(0), T = b.tgt_in.size(1), E = config_.embed, Hd = config_.decoder_hidden,
-                Dv = e.memory.values.size(2);
+                Dv = e.memory.values().size(2);
   Tensor emb = drop(tgt_embed_->forward(time_major(b.tgt_in)));  // [T, B, E]
   // the decoder loop as one fused op: the same steps as decoder_step, T times
   DecoderLoopOutput d = rnnsearch_decoder(
-      emb, e.memory.keys, e.memory.values, e.memory.lengths, e.state.tensors[0],
+      emb, e.memory.keys(), e.memory.values(), e.memory.lengths(), e.state.live("s"),
       {query_w_, score_v_, decoder_->weight_ih, decoder_->weight_hh, decoder_->bias_ih, decoder_->bias_hh});
   // The readout of all T steps at once: [T * B, R] (the vocabulary projection follows in loss / forced_logits)
   return readout(reshape(d.states, {T * B, Hd}), reshape(d.contexts, {T * B, Dv}), reshape(emb, {T * B, E}));

@@ -35,11 +35,12 @@ public:
   RnnSearch(const ModelConfig& config, Rng& init, uint64_t dropout_seed);
 
   Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const override;
-  StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev,
+  StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev, int64_t t,
                   StepDetail detail = StepDetail::Weights) const override;
   Tensor forced_features(const data::Seq2SeqBatch& b) const override;
   OutputLayer output_layer() const override { return {out_w_, out_b_}; }
-  // The fused search step (rnnsearch_search.h). Throws std::logic_error in
+  // The decoder state is "s" [N, Hd]; the fused search step (rnnsearch_search.h)
+  // updates it in place. Throws std::logic_error in
   // training mode, std::invalid_argument for weights another model prepared.
   std::unique_ptr<StepDecoder> decoder(const EncoderMemory& memory, int64_t max_rows,
                                        std::shared_ptr<const PreparedDecoder> prepared = nullptr) const override;

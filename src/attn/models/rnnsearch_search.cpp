@@ -43,7 +43,7 @@ struct StepCall {
   int64_t N = 0, k = 0;
   const int64_t* rows = nullptr;  // [N] row -> sentence
   const int* prev = nullptr;      // [N] previous tokens
-  const float* s = nullptr;       // [N, Hd] previous states
+  float* s = nullptr;             // [N, Hd] the states: s before the step, s' after (in place)
   bool par = false;
 };
 
@@ -51,8 +51,8 @@ class RnnSearchStepDecoder final : public StepDecoder {
 public:
   RnnSearchStepDecoder(std::shared_ptr<const RnnSearchPrepared> p, const EncoderMemory& m, int64_t max_rows,
                        ContextProducts context);
-  const StepTop& step(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
-                      int64_t k) override;
+  const StepTop& step(const std::vector<int64_t>& rows, DecoderState& state, const std::vector<int>& prev, int64_t k,
+                      int64_t t) override;
 
 private:
   void check(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
@@ -155,19 +155,19 @@ namespace {
 
 RnnSearchStepDecoder::RnnSearchStepDecoder(std::shared_ptr<const RnnSearchPrepared> p, const EncoderMemory& m,
                                            int64_t max_rows, ContextProducts context)
-    : p_(std::move(p)), keys_(m.keys), values_(m.values),
+    : p_(std::move(p)), keys_(m.keys()), values_(m.values()),
       logits_(&p_->y, p_->b_y.defined() ? p_->b_y.data() : nullptr) {
   V_ = p_->V, E_ = p_->E, A_ = p_->A, Hd_ = p_->Hd, G_ = p_->G, Dv_ = p_->Dv, R_ = p_->R;
   const bool ok = keys_.defined() && values_.defined() && keys_.dim() == 3 && values_.dim() == 3 &&
                   fits(keys_, {keys_.size(0), keys_.size(1), A_}) &&
-                  fits(values_, {keys_.size(0), keys_.size(1), Dv_}) && fits(m.lengths, {keys_.size(0)});
+                  fits(values_, {keys_.size(0), keys_.size(1), Dv_}) && fits(m.lengths(), {keys_.size(0)});
   if (!ok)
     throw std::invalid_argument("rnnsearch decoder: keys " + shape_str(keys_) + ", values " + shape_str(values_) +
-                                ", lengths " + shape_str(m.lengths) + " (expects keys [B, S, " + std::to_string(A_) +
+                                ", lengths " + shape_str(m.lengths()) + " (expects keys [B, S, " + std::to_string(A_) +
                                 "], values [B, S, " + std::to_string(Dv_) + "], lengths [B])");
   B_ = keys_.size(0), S_ = keys_.size(1);
   Xo_ = Hd_ + Dv_;
-  len_ = lengths_in_range("rnnsearch decoder", "lengths", m.lengths, S_);
+  len_ = lengths_in_range("rnnsearch decoder", "lengths", m.lengths(), S_);
   ctx_folded_ = context == ContextProducts::Folded || (context == ContextProducts::Auto && 2 * S_ <= Dv_);
   macs_per_row_ = A_ * Hd_ + G_ * Hd_ + R_ * Hd_ + V_ * R_ + S_ * A_ + (ctx_folded_ ? S_ : Dv_) * (G_ + R_) +
                   (ctx_folded_ ? 0 : S_ * Dv_) + (p_->folded ? 0 : E_ * (G_ + R_));
@@ -185,7 +185,7 @@ void RnnSearchStepDecoder::fold_context(const EncoderMemory& m) {
   if (rows == 0) return;
   Tensor h = Tensor::empty({rows, Dv_});
   for (int64_t b = 0; b < B_; ++b)
-    std::memcpy(h.data() + ctx_row_[size_t(b)] * Dv_, m.values.data() + b * S_ * Dv_,
+    std::memcpy(h.data() + ctx_row_[size_t(b)] * Dv_, m.values().data() + b * S_ * Dv_,
                 size_t(len_[size_t(b)] * Dv_) * sizeof(float));
   kernels::gemm(false, true, rows, G_ + R_, Dv_, 1.0f, h.data(), Dv_, p_->w_ctx.data(), Dv_, 0.0f, ctx_.data(),
                 G_ + R_);
@@ -208,8 +208,9 @@ void RnnSearchStepDecoder::reserve(int64_t rows) {
 void RnnSearchStepDecoder::check(const std::vector<int64_t>& rows, const DecoderState& state,
                                  const std::vector<int>& prev, int64_t k) const {
   const int64_t N = int64_t(rows.size());
-  if (state.tensors.size() != 1 || !state.tensors[0].defined() || state.tensors[0].dim() != 2 ||
-      state.tensors[0].size(0) != N || state.tensors[0].size(1) != Hd_ || int64_t(prev.size()) != N)
+  const Tensor* s = state.has("s") ? &state.buffer("s") : nullptr;
+  if (state.buffers().size() != 1 || !s || s->dim() != 2 || state.rows() != N || s->size(1) != Hd_ ||
+      int64_t(prev.size()) != N)
     throw std::invalid_argument("rnnsearch decoder step: expects state {s [N, Hd]} and prev [N] for N = " +
                                 std::to_string(N) + " rows");
   detail::check_step_rows("rnnsearch", rows, prev, k, B_, V_);
@@ -300,7 +301,8 @@ void RnnSearchStepDecoder::context_products(const StepCall& c) {
   }
 }
 
-// 4. s' = GRU(gx, gh, s) in blocks of whole rows (b_ih is in gx already). Whole rows
+// 4. s' = GRU(gx, gh, s) in blocks of whole rows (b_ih is in gx already), into the
+// state in place (each unit reads its s before it writes s') and the readout's input. Whole rows
 // stream each gate block sequentially; chunks of hidden units over every row (6 KB
 // apart) left the prefetchers behind: the gate pass waited on its loads.
 void RnnSearchStepDecoder::gru_rows(const StepCall& c) {
@@ -327,17 +329,17 @@ void RnnSearchStepDecoder::readout(const StepCall& c) {
   }
 }
 
-const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, const DecoderState& state,
-                                          const std::vector<int>& prev, int64_t k) {
+const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, DecoderState& state,
+                                          const std::vector<int>& prev, int64_t k, int64_t t) {
+  (void)t;  // the recurrence carries all it needs in s
   check(rows, state, prev, k);
   StepCall c;
-  c.N = int64_t(rows.size()), c.k = k, c.rows = rows.data(), c.prev = prev.data(), c.s = state.tensors[0].data();
+  c.N = int64_t(rows.size()), c.k = k, c.rows = rows.data(), c.prev = prev.data(), c.s = state.data("s");
   const int64_t N = c.N;
   reserve(N);
-  Tensor s_new = Tensor::empty({N, Hd_});
   for (int64_t i = 0; i < N; ++i) {
-    y_rows_[size_t(i)] = xo_.data() + i * Xo_;       // s' is the first part of the readout input ...
-    next_rows_[size_t(i)] = s_new.data() + i * Hd_;  // ... and the next state
+    y_rows_[size_t(i)] = xo_.data() + i * Xo_;  // s' is the first part of the readout input ...
+    next_rows_[size_t(i)] = c.s + i * Hd_;      // ... and the next state, over the previous one
   }
   c.par = num_threads() > 1 && N * macs_per_row_ >= kParallelMacs;
   logits_.begin(N, k, c.par ? num_threads() : 1, out_);
@@ -357,7 +359,6 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, cons
     logits_.merge(omp_get_thread_num(), omp_get_num_threads(), out_);
   }
   out_.weights = weights_.narrow0(0, N);
-  out_.state.tensors = {s_new};
   return out_;
 }
 

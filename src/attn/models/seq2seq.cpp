@@ -46,22 +46,24 @@ Tensor Seq2SeqModel::cross_entropy_of(const Tensor& features, const data::Seq2Se
 
 namespace {
 
-// Seq2SeqModel::decoder()'s default: step() over the selected memory rows,
-// then the top k of each row of its log-probabilities.
+// Seq2SeqModel::decoder()'s default: step() over the selected memory rows and
+// the state's live rows, its new state copied back into them, then the top k
+// of each row of its log-probabilities.
 class StepwiseDecoder final : public StepDecoder {
 public:
   StepwiseDecoder(const Seq2SeqModel& model, const EncoderMemory& memory) : model_(model), memory_(memory) {}
 
-  const StepTop& step(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
-                      int64_t k) override {
-    if (prev.size() != rows.size()) throw std::invalid_argument("decoder step: rows and prev differ in size");
-    if (rows != rows_ || !selected_.values.defined()) {  // the search changed the row -> sentence map
+  const StepTop& step(const std::vector<int64_t>& rows, DecoderState& state, const std::vector<int>& prev, int64_t k,
+                      int64_t t) override {
+    if (prev.size() != rows.size() || state.rows() != int64_t(rows.size()))
+      throw std::invalid_argument("decoder step: rows, state rows and prev differ in size");
+    if (rows != rows_ || selected_.all().empty()) {  // the search changed the row -> sentence map
       selected_ = select_rows(memory_, rows);
       rows_ = rows;
     }
     Tensor ids = Tensor::empty({int64_t(prev.size())});
     for (size_t i = 0; i < prev.size(); ++i) ids.data()[i] = float(prev[i]);
-    StepOutput o = model_.step(selected_, state, ids);
+    StepOutput o = model_.step(selected_, state.live_view(), ids, t);
     const int64_t N = int64_t(rows.size()), V = o.log_probs.size(1);
     if (k < 1 || k > V) throw std::invalid_argument("decoder step: k " + std::to_string(k) + " outside [1, V]");
     out_.k = k;
@@ -70,7 +72,7 @@ public:
     for (int64_t i = 0; i < N; ++i)
       top_k_row(o.log_probs.data() + i * V, V, 0.0f, k, out_.tokens.data() + i * k, out_.log_probs.data() + i * k);
     out_.weights = o.weights;
-    out_.state = std::move(o.state);
+    state.copy_live_from(o.state);
     return out_;
   }
 
@@ -82,6 +84,17 @@ private:
 };
 
 }  // namespace
+
+DecoderState StepDecoder::start(const DecoderState& initial, int64_t max_rows, int64_t max_steps) {
+  (void)max_steps;  // nothing cached per step
+  DecoderState s(initial.rows(), std::max(initial.rows(), max_rows));
+  for (const auto& [name, t] : initial.buffers()) {
+    const Tensor src = initial.live(name);
+    s.add(name, Shape(src.shape().begin() + 1, src.shape().end()));
+  }
+  s.copy_live_from(initial.live_view());
+  return s;
+}
 
 std::unique_ptr<StepDecoder> Seq2SeqModel::decoder(const EncoderMemory& memory, int64_t max_rows,
                                                    std::shared_ptr<const PreparedDecoder> prepared) const {
@@ -125,16 +138,22 @@ Tensor select_rows(const Tensor& x, const std::vector<int64_t>& rows) {
 
 EncoderMemory select_rows(const EncoderMemory& m, const std::vector<int64_t>& rows) {
   EncoderMemory out;
-  out.values = select_rows(m.values, rows);
-  out.keys = m.keys.same(m.values) ? out.values : select_rows(m.keys, rows);
-  out.lengths = select_rows(m.lengths, rows);
+  for (const auto& [name, t] : m.all()) {
+    // a tensor that is another one (luong dot's keys are its values) stays one
+    const Tensor* shared = nullptr;
+    for (const auto& [prior, u] : m.all())
+      if (prior < name && u.same(t) && t.defined()) shared = &out.get(prior);
+    out[name] = shared ? *shared : select_rows(t, rows);
+  }
   return out;
 }
 
 DecoderState select_rows(const DecoderState& s, const std::vector<int64_t>& rows) {
   DecoderState out;
-  out.tensors.reserve(s.tensors.size());
-  for (const Tensor& t : s.tensors) out.tensors.push_back(select_rows(t, rows));
+  for (const auto& [name, t] : s.buffers()) {
+    (void)t;
+    out.set(name, select_rows(s.live(name), rows));
+  }
   return out;
 }
 

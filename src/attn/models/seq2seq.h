@@ -7,38 +7,36 @@
 // Dv = annotation size (encoder output), A = attention key size, V = target
 // vocabulary size. Ids are float-encoded, as everywhere in the engine.
 //
-// Decoding contract: encode() returns the encoder memory and the initial
-// decoder state for B sentences; step() consumes the previous token of every
-// row and returns log-probabilities of the next one plus the attention
-// weights over the source. Every tensor of EncoderMemory and DecoderState
-// has the row axis first, so beam search can reorder / repeat rows with
-// select_rows() without knowing what the tensors mean.
+// Decoding contract: encode() returns the encoder memory (per-sentence tensors
+// by name) and the initial decoder state (per-row tensors by name) for B
+// sentences. A search asks the model for a StepDecoder over the memory, which
+// makes the search's state once (StepDecoder::start: buffers for the search's
+// most rows and steps) and then, per step t (0 at BOS), reads the previous
+// token of every row and updates that state in place, returning the k best
+// next tokens of each row and the attention weights over the source. Rows
+// read the memory through a row -> sentence map, so beams and finished
+// sentences never copy it; the search reorders or drops rows of the state by
+// index (DecoderState::gather) without knowing what its tensors mean. step()
+// is the same step as differentiable ops (training-free replays: attn
+// explain, the tests the fused decoders are held to), returning a new state.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "attn/data/batch.h"
+#include "attn/models/decoder_state.h"
 #include "attn/models/config.h"
 #include "attn/nn/module.h"
 #include "attn/tensor/random.h"
 
 namespace attn::models {
 
-struct EncoderMemory {
-  Tensor values;   // [N, S, Dv] encoder outputs (annotations), zeros past each length
-  Tensor keys;     // [N, S, K] the keys the score function reads, precomputed once per batch
-                   // (rnnsearch: U h_j + b; luong general: W h_j; luong dot: = values)
-  Tensor lengths;  // [N] float-encoded source lengths
-};
-
-struct DecoderState {
-  std::vector<Tensor> tensors;  // model-specific, each [N, ...] (e.g. rnnsearch: {s}; luong: {h_l..., c_l..., h~})
-};
-
 struct Encoded {
   EncoderMemory memory;
-  DecoderState state;  // the decoder's initial state
+  DecoderState state;  // the decoder's initial state, B rows
 };
 
 // What step() computes besides log-probabilities, weights and state.
@@ -50,7 +48,7 @@ enum class StepDetail {
 struct StepOutput {
   Tensor log_probs;    // [N, V] log p(y_t | y_<t, x)
   Tensor weights;      // [N, S] attention weights of this step (zeros past each length)
-  DecoderState state;  // the state after consuming the previous token
+  DecoderState state;  // the state after consuming the previous token (N rows)
   // The attention internals, with StepDetail::Internals (else undefined); Q is
   // the query size, detached from the tape:
   Tensor query;     // [N, Q] the decoder state the scores read (rnnsearch: s_{i-1}; luong: h_t)
@@ -69,7 +67,6 @@ struct StepTop {
   std::vector<int> tokens;       // [N * k] row i's best tokens at [i * k, i * k + k): logit (so log p) descending, ties by lower id
   std::vector<float> log_probs;  // [N * k] their log p(y_t | y_<t, x), as step()'s log_probs
   Tensor weights;                // [N, S] attention weights of this step (zeros past each length)
-  DecoderState state;            // the state after consuming the previous token
 };
 
 // A model's decoder prepared for one search over one encoded batch (weights
@@ -79,12 +76,17 @@ struct StepTop {
 class StepDecoder {
 public:
   virtual ~StepDecoder() = default;
-  // One step for N rows: rows [N] the sentence (row of the memory given to
-  // decoder()) each decoder row belongs to, state with N rows, prev [N] the
-  // previous tokens (BOS at the first step), k in [1, V]. The result is valid
-  // until the next call. Throws std::invalid_argument on inconsistent sizes.
-  virtual const StepTop& step(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
-                              int64_t k) = 0;
+  // The search's state, made once: `initial` (encode()'s, B rows) copied into
+  // buffers of max_rows rows, plus whatever the model keeps across steps (a
+  // cache of max_steps positions, say). The default copies `initial` only.
+  virtual DecoderState start(const DecoderState& initial, int64_t max_rows, int64_t max_steps);
+  // Step t (0 at BOS) for N rows: rows [N] the sentence (row of the memory
+  // given to decoder()) each decoder row belongs to, state with N live rows,
+  // updated in place to the state after consuming prev [N] (the previous
+  // tokens, BOS at t = 0), k in [1, V]. The result is valid until the next
+  // call. Throws std::invalid_argument on inconsistent sizes.
+  virtual const StepTop& step(const std::vector<int64_t>& rows, DecoderState& state, const std::vector<int>& prev,
+                              int64_t k, int64_t t) = 0;
 };
 
 // Weights a model lays out once for any number of searches (packed panels,
@@ -108,10 +110,12 @@ public:
   // (show_attend_tell: lengths [B] not read) -> memory and initial state for B rows.
   virtual Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const = 0;
 
-  // One decoder step for N rows: prev [N] ids (BOS at the first step).
+  // Decoder step t (0 at BOS) for N rows: memory of N rows (one per decoder
+  // row), state of N rows, prev [N] ids (BOS at t = 0) -> a new state of N
+  // rows (differentiable ops: the state is not updated in place).
   // StepDetail::Internals also fills StepOutput's attention internals (every
   // model kind must); the default computes nothing beyond the weights.
-  virtual StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev,
+  virtual StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev, int64_t t,
                           StepDetail detail = StepDetail::Weights) const = 0;
 
   // A decoder for searches over `memory` (as encode() returned it, B sentences)

@@ -85,12 +85,13 @@ Encoded ShowAttendTell::encode(const Tensor& src, const std::vector<int64_t>& le
   Tensor a = cnn_->forward(src) + grid_position_;
   const int64_t B = a.size(0), L = a.size(1);
   Encoded e;
-  e.memory.values = a;
+  e.memory.values() = a;
   // keys [B, L, A]; none: no scores, the values stand in (select_rows keeps them shared)
-  e.memory.keys = key_w_.defined() ? attention::project_keys(a, key_w_, key_b_) : a;
-  e.memory.lengths = Tensor::full({B}, float(L));
+  e.memory.keys() = key_w_.defined() ? attention::project_keys(a, key_w_, key_b_) : a;
+  e.memory.lengths() = Tensor::full({B}, float(L));
   Tensor mean_a = mean(a, 1);  // [B, D]
-  e.state.tensors = {tanh(init_h_->forward(mean_a)), tanh(init_c_->forward(mean_a))};
+  e.state.set("h", tanh(init_h_->forward(mean_a)));
+  e.state.set("c", tanh(init_c_->forward(mean_a)));
   return e;
 }
 
@@ -116,11 +117,11 @@ std::vector<int64_t> ShowAttendTell::choose_cells(const Tensor& weights) const {
 
 ShowAttendTell::Attended ShowAttendTell::attend(const EncoderMemory& m, const Tensor& h, bool need_scores,
                                                 const Tensor& expected_rows) const {
-  const int64_t N = h.size(0), L = m.values.size(1), D = m.values.size(2);
+  const int64_t N = h.size(0), L = m.values().size(1), D = m.values().size(2);
   Attended r;
   switch (config_.image_attention) {
     case ImageAttention::Soft: {
-      attention::AdditiveStepOutput a = attention::additive_step(h, m.keys, m.values, query_w_, score_v_, m.lengths,
+      attention::AdditiveStepOutput a = attention::additive_step(h, m.keys(), m.values(), query_w_, score_v_, m.lengths(),
                                                                  need_scores);
       r.context = a.context;
       r.weights = a.weights;
@@ -128,7 +129,7 @@ ShowAttendTell::Attended ShowAttendTell::attend(const EncoderMemory& m, const Te
       return r;
     }
     case ImageAttention::None:
-      r.context = mean(m.values, 1);
+      r.context = mean(m.values(), 1);
       r.weights = Tensor::full({N, L}, 1.0f / float(L));
       if (need_scores) r.scores = Tensor::zeros({N, L});
       return r;
@@ -141,12 +142,12 @@ ShowAttendTell::Attended ShowAttendTell::attend(const EncoderMemory& m, const Te
   // term alpha log alpha is 0 either way). Its soft context is the expected
   // one, taken by the rows of expected_rows [N] (1: expected, 0: drawn), whose
   // REINFORCE advantage is then 0 (loss_terms): their attention learns by backpropagation.
-  attention::AdditiveStepOutput a = attention::additive_step(h, m.keys, m.values, query_w_, score_v_, m.lengths,
+  attention::AdditiveStepOutput a = attention::additive_step(h, m.keys(), m.values(), query_w_, score_v_, m.lengths(),
                                                              need_scores);
   r.weights = a.weights;
   r.scores = a.scores;
   Tensor chosen = one_hot(choose_cells(r.weights), L);
-  r.context = reshape(matmul(reshape(chosen, {N, 1, L}), m.values), {N, D});
+  r.context = reshape(matmul(reshape(chosen, {N, 1, L}), m.values()), {N, D});
   if (!is_training()) return r;
   Tensor log_alpha = log(affine(r.weights, 1.0f, 1e-30f));
   r.log_choice = sum(log_alpha * chosen, 1);
@@ -158,19 +159,22 @@ ShowAttendTell::Attended ShowAttendTell::attend(const EncoderMemory& m, const Te
 ShowAttendTell::DecodeStep ShowAttendTell::decoder_step(const EncoderMemory& m, const Tensor& emb,
                                                         const DecoderState& s, bool need_scores,
                                                         const Tensor& expected_rows) const {
-  const Tensor &h = s.tensors[0], &c = s.tensors[1];
+  const Tensor h = s.live("h"), c = s.live("c");
   DecodeStep r;
   r.attended = attend(m, h, need_scores, expected_rows);
   Tensor z = r.attended.context * sigmoid(gate_->forward(h));  // [N, D] * beta [N, 1]
   nn::LstmState next = cell_->forward(concat({emb, z}, 1), {h, c});
-  r.state.tensors = {next.h, next.c};
+  r.state.set("h", next.h);
+  r.state.set("c", next.c);
   r.features = drop(emb + out_h_->forward(next.h) + out_z_->forward(z));
   return r;
 }
 
-StepOutput ShowAttendTell::step(const EncoderMemory& m, const DecoderState& state, const Tensor& prev,
+StepOutput ShowAttendTell::step(const EncoderMemory& m, const DecoderState& state, const Tensor& prev, int64_t t,
                                 StepDetail detail) const {
-  if (state.tensors.size() != 2 || !prev.defined() || prev.dim() != 1 || prev.size(0) != state.tensors[0].size(0))
+  (void)t;  // the recurrence carries all it needs in h and c
+  if (state.buffers().size() != 2 || !state.has("h") || !state.has("c") || !prev.defined() || prev.dim() != 1 ||
+      prev.size(0) != state.rows())
     throw std::invalid_argument("show_attend_tell step: expects the state {h, c} from encode()/step() and prev [N]");
   const bool internals = detail == StepDetail::Internals;
   DecodeStep r = decoder_step(m, embed_->forward(prev), state, internals);
@@ -179,7 +183,7 @@ StepOutput ShowAttendTell::step(const EncoderMemory& m, const DecoderState& stat
   out.log_probs = autograd::grad_enabled() ? log_softmax(logits, -1) : log_softmax_rows(logits);
   out.weights = r.attended.weights;
   if (internals) {
-    out.query = state.tensors[0].detach();
+    out.query = state.live("h").detach();
     out.scores = r.attended.scores;
     out.context = r.attended.context.detach();
   }

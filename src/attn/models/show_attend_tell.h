@@ -67,7 +67,7 @@ public:
   // prev [N] -> log_probs [N, V], weights [N, L] (alpha_t: for hard attention the
   // distribution the cell is drawn from / the argmax of), state {h, c}; Internals:
   // query h_{t-1} [N, Hd], scores e_t [N, L], context [N, D] before the gate.
-  StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev,
+  StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev, int64_t t,
                   StepDetail detail = StepDetail::Weights) const override;
   // b.src images [B, 3, H, W], b.tgt_in [B, T] -> [T * B, E] (time-major)
   Tensor forced_features(const data::Seq2SeqBatch& b) const override;
@@ -105,7 +105,7 @@ private:
     Tensor entropy;     // [N] H(alpha_t) (hard, training)
   };
   struct DecodeStep {
-    DecoderState state;  // {h_t, c_t}
+    DecoderState state;  // "h" h_t, "c" c_t [N, Hd] (the decoder state's names)
     Tensor features;     // [N, E]
     Attended attended;
   };

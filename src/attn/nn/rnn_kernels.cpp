@@ -18,10 +18,12 @@ void gru_forward_impl(const GruForward& a) {
     const float* __restrict gh = a.gh + j * G;
     const float* __restrict bi = a.b_ih;
     const float* __restrict bh = a.b_hh;
-    const float* __restrict hp = a.h_prev + j * H;
+    // hp and nx may be one row (a search's state, updated in place): not __restrict,
+    // and each unit reads hp[k] before it writes nx[k]
+    const float* hp = a.h_prev + j * H;
     float* __restrict hn_out = Save ? a.ghn + j * H : nullptr;
     float* __restrict y = a.y_rows[j];
-    float* __restrict nx = a.next_rows[j];
+    float* nx = a.next_rows[j];
 #pragma omp simd
     for (int64_t k = a.k_begin; k < a.k_end; ++k) {
       float r = M::sigmoid(g[k] + bi[k] + gh[k] + bh[k]);
@@ -79,11 +81,13 @@ void lstm_forward_impl(const LstmForward& a) {
     const float* __restrict gh = a.gh + j * G;
     const float* __restrict bi = a.b_ih;
     const float* __restrict bh = a.b_hh;
-    const float* __restrict cp = a.c_prev + j * H;
+    // cp and cn may be one row, and y and nx too (a search's state, updated in
+    // place): not __restrict, and each unit reads cp[k] before it writes cn[k]
+    const float* cp = a.c_prev + j * H;
     float* __restrict tc_out = a.tanh_c + j * H;
-    float* __restrict y = a.y_rows[j];
-    float* __restrict nx = a.next_rows[j];
-    float* __restrict cn = a.c_rows[j];
+    float* y = a.y_rows[j];
+    float* nx = a.next_rows[j];
+    float* cn = a.c_rows[j];
 #pragma omp simd
     for (int64_t k = a.k_begin; k < a.k_end; ++k) {
       float i = M::sigmoid(g[k] + bi[k] + gh[k] + bh[k]);

@@ -41,7 +41,7 @@ struct GruForward {
   const float* gh = nullptr;           // [n, 3H] h W_hh^T
   const float* b_ih = nullptr;         // [3H]
   const float* b_hh = nullptr;         // [3H]
-  const float* h_prev = nullptr;       // [n, H]
+  const float* h_prev = nullptr;       // [n, H] (may be next_rows' rows: a search's state in place)
   float* ghn = nullptr;                // [n, H] out: W_hn h + b_hn (saved); null: inference, nothing saved
   float* const* y_rows = nullptr;      // [n] row j's h' goes to y_rows[j][0:H] ...
   float* const* next_rows = nullptr;   // [n] ... and to next_rows[j][0:H] (next h_prev, or h_n)
@@ -87,7 +87,7 @@ struct LstmForward {
   const float* gh = nullptr;           // [n, 4H] h W_hh^T
   const float* b_ih = nullptr;         // [4H]
   const float* b_hh = nullptr;         // [4H]
-  const float* c_prev = nullptr;       // [n, H]
+  const float* c_prev = nullptr;       // [n, H] (may be c_rows' rows: a search's state in place)
   float* tanh_c = nullptr;             // [n, H] out: tanh(c') (saved)
   float* const* y_rows = nullptr;      // [n] h' goes here ...
   float* const* next_rows = nullptr;   // [n] ... and here (next h_prev, or h_n)

@@ -1,0 +1,86 @@
+#include "attn/models/decoder_state.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+namespace attn::models {
+
+const Tensor& TensorSet::get(const std::string& name) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) throw std::invalid_argument("tensor set: no tensor named '" + name + "'");
+  return it->second;
+}
+
+DecoderState::DecoderState(int64_t rows, int64_t max_rows) : rows_(rows), max_rows_(max_rows) {
+  if (rows < 0 || max_rows < rows)
+    throw std::invalid_argument("decoder state: " + std::to_string(rows) + " rows in buffers of " +
+                                std::to_string(max_rows));
+}
+
+Tensor& DecoderState::add(const std::string& name, const Shape& per_row) {
+  Shape s{max_rows_};
+  for (int i = 0; i < per_row.rank(); ++i) s.push_back(per_row[i]);
+  Tensor& t = buffers_[name];
+  t = Tensor::zeros(s);
+  return t;
+}
+
+void DecoderState::set(const std::string& name, const Tensor& t) {
+  if (buffers_.all().empty() && rows_ == 0 && max_rows_ == 0 && t.defined() && t.dim() >= 1)
+    rows_ = max_rows_ = t.size(0);
+  if (rows_ != max_rows_ || !t.defined() || t.dim() < 1 || t.size(0) != rows_)
+    throw std::invalid_argument("decoder state: set('" + name + "', " + shape_str(t) + ") in a state of " +
+                                std::to_string(rows_) + " rows (buffers of " + std::to_string(max_rows_) + ")");
+  buffers_[name] = t;
+}
+
+Tensor DecoderState::live(const std::string& name) const {
+  const Tensor& t = buffers_.get(name);
+  return rows_ == max_rows_ ? t : t.narrow0(0, rows_);
+}
+
+void DecoderState::gather(const std::vector<int64_t>& from) {
+  const int64_t n = int64_t(from.size());
+  if (n > max_rows_)
+    throw std::invalid_argument("decoder state: gather of " + std::to_string(n) + " rows into buffers of " +
+                                std::to_string(max_rows_));
+  for (int64_t r : from)
+    if (r < 0 || r >= rows_)
+      throw std::invalid_argument("decoder state: gather from row " + std::to_string(r) + " of " +
+                                  std::to_string(rows_));
+  for (const auto& [name, buf] : buffers_.all()) {
+    Tensor& spare = spare_[name];
+    if (!spare.defined() || spare.shape() != buf.shape()) spare = Tensor::empty(buf.shape());
+    const int64_t row = max_rows_ ? buf.numel() / max_rows_ : 0;
+    const float* src = buf.data();
+    float* dst = spare.data();
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(dst + i * row, src + from[size_t(i)] * row, size_t(row) * sizeof(float));
+  }
+  // swap each buffer with its spare: the tensors keep their storage, no allocation after the first gather
+  for (const auto& entry : buffers_.all()) std::swap(buffers_[entry.first], spare_[entry.first]);
+  rows_ = n;
+}
+
+DecoderState DecoderState::live_view() const {
+  DecoderState v(rows_, rows_);
+  for (const auto& [name, buf] : buffers_.all()) v.buffers_[name] = live(name);
+  return v;
+}
+
+void DecoderState::copy_live_from(const DecoderState& from) {
+  if (from.rows_ != rows_ || from.buffers_.all().size() != buffers_.all().size())
+    throw std::invalid_argument("decoder state: copy of a state of " + std::to_string(from.rows_) + " rows and " +
+                                std::to_string(from.buffers_.all().size()) + " tensors into one of " +
+                                std::to_string(rows_) + " and " + std::to_string(buffers_.all().size()));
+  for (const auto& [name, t] : from.buffers_.all()) {
+    Tensor dst = live(name);
+    if (!t.defined() || t.shape() != dst.shape())
+      throw std::invalid_argument("decoder state: '" + name + "' is " + shape_str(t) + ", the live rows " +
+                                  shape_str(dst));
+    if (!t.same(dst)) std::memcpy(dst.data(), t.data(), size_t(t.numel()) * sizeof(float));
+  }
+}
+
+}  // namespace attn::models

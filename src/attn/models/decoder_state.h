@@ -1,0 +1,90 @@
+// The named tensor sets a search runs on: the encoder's memory (per sentence)
+// and the decoder's state (per row, updated in place by the steps of a search).
+//
+// Legend: B = sentences, N = live decoder rows, M = the rows a state's buffers
+// hold (max_rows), S = padded source length. The row axis comes first in
+// every tensor, so the searches move rows without knowing what they mean.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "attn/tensor/tensor.h"
+
+namespace attn::models {
+
+// Tensors by name, each with the row axis first (B sentences or N decoder
+// rows). References stay valid as tensors are added (a map).
+class TensorSet {
+public:
+  // The tensor `name`, added undefined when missing (so `set["keys"] = t` adds one).
+  Tensor& operator[](const std::string& name) { return tensors_[name]; }
+  // The tensor `name`; throws std::invalid_argument naming it when missing.
+  const Tensor& get(const std::string& name) const;
+  bool has(const std::string& name) const { return tensors_.count(name) != 0; }
+  const std::map<std::string, Tensor>& all() const { return tensors_; }
+
+private:
+  std::map<std::string, Tensor> tensors_;
+};
+
+// The encoder's output for B sentences, each tensor [B, ...]. Every attention
+// model kind has the three below; a kind adds its own by name (a key and a
+// value per layer for cross-attention, say) without changing the struct.
+struct EncoderMemory : TensorSet {
+  // values [B, S, Dv] encoder outputs (annotations), zeros past each length
+  Tensor& values() { return (*this)["values"]; }
+  const Tensor& values() const { return get("values"); }
+  // keys [B, S, K] the keys the score function reads, precomputed once per batch
+  // (rnnsearch: U h_j + b; luong general: W h_j; luong dot: = values)
+  Tensor& keys() { return (*this)["keys"]; }
+  const Tensor& keys() const { return get("keys"); }
+  // lengths [B] float-encoded source lengths
+  Tensor& lengths() { return (*this)["lengths"]; }
+  const Tensor& lengths() const { return get("lengths"); }
+};
+
+// The decoder's per-row state by name, each tensor [M, ...] of which
+// the first rows() rows are live. encode() and step() make states of exactly
+// their rows (max_rows == rows, the tensors as the ops returned them, autograd
+// kept); a search's state is made once for its most rows (and its cache for
+// its most steps, as the model chooses) and updated in place by every step.
+class DecoderState {
+public:
+  DecoderState() = default;
+  // A state of `rows` live rows in buffers of max_rows (>= rows) rows; no tensors yet.
+  DecoderState(int64_t rows, int64_t max_rows);
+  // Adds `name`: zeros [max_rows, per_row...]; returns the whole buffer.
+  Tensor& add(const std::string& name, const Shape& per_row);
+  // Adds or replaces `name` by t [rows(), ...] as it is (no copy, autograd kept);
+  // only in a state whose buffers hold exactly its rows. The first set() of
+  // a default-constructed state sets rows() = max_rows() = t.size(0).
+  void set(const std::string& name, const Tensor& t);
+  // The live rows of `name`: [rows(), ...], the buffer itself when it holds
+  // exactly rows() rows (so step() reads encode()'s tensors with their history).
+  Tensor live(const std::string& name) const;
+  // The whole buffer of `name`: [max_rows, ...] (a step writes its rows in place).
+  const Tensor& buffer(const std::string& name) const { return buffers_.get(name); }
+  float* data(const std::string& name) { return buffers_[name].data(); }
+  bool has(const std::string& name) const { return buffers_.has(name); }
+  const std::map<std::string, Tensor>& buffers() const { return buffers_.all(); }
+  int64_t rows() const { return rows_; }
+  int64_t max_rows() const { return max_rows_; }
+
+  // Row i <- row from[i] for i < from.size(), every tensor, then rows() =
+  // from.size() (<= max_rows, each from[i] in [0, rows())): beam search's
+  // reordering, finished sentences leaving. The rows go into a second buffer
+  // per tensor (allocated at the first gather), which is then swapped in.
+  void gather(const std::vector<int64_t>& from);
+  // A state of rows() rows whose tensors view this one's live rows (no copy).
+  DecoderState live_view() const;
+  // Copies every tensor of `from` (a state of rows() rows with the same names) into the live rows.
+  void copy_live_from(const DecoderState& from);
+
+private:
+  TensorSet buffers_, spare_;
+  int64_t rows_ = 0, max_rows_ = 0;
+};
+
+}  // namespace attn::models
