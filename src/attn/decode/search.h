@@ -4,11 +4,15 @@
 // for beam search), S padded source length, V target vocabulary.
 //
 // Both searches run the model's StepDecoder (models/seq2seq.h) one step at a
-// time for all unfinished sentences together; a sentence that finishes leaves
-// the batch (its rows are dropped from the decoder state; decoder rows name
-// their sentence, so the encoder memory is never copied), so late steps cost
-// only what the long sentences need. Beam search keeps live hypotheses only:
-// one row per sentence at the first step, at most K after.
+// time for all unfinished sentences together, on one decoder state made once
+// (StepDecoder::start: B rows for greedy, B * K for beam search, and the
+// longest sentence's step limit) and updated in place by every step; a
+// sentence that finishes leaves the batch (its rows are dropped from the
+// state by DecoderState::gather; decoder rows name their sentence, so the
+// encoder memory is never copied), so late steps cost only what the long
+// sentences need. Beam search keeps live hypotheses only: one row per
+// sentence at the first step, at most K after, gathered by parent index
+// after each step.
 //
 // Scores: log_prob is the sum of log p over the emitted tokens including EOS;
 // score = log_prob / length^length_penalty with length = tokens + 1 (EOS) for a

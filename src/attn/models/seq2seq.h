@@ -17,18 +17,18 @@
 // read the memory through a row -> sentence map, so beams and finished
 // sentences never copy it; the search reorders or drops rows of the state by
 // index (DecoderState::gather) without knowing what its tensors mean. step()
-// is the same step as differentiable ops (training-free replays: attn
-// explain, the tests the fused decoders are held to), returning a new state.
+// is the same step as composable, differentiable ops (attn explain's replay,
+// the reference the tests hold the fused decoders to), which returns a new
+// state instead of updating one.
 #pragma once
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "attn/data/batch.h"
-#include "attn/models/decoder_state.h"
 #include "attn/models/config.h"
+#include "attn/models/decoder_state.h"
 #include "attn/nn/module.h"
 #include "attn/tensor/random.h"
 
@@ -120,8 +120,11 @@ public:
 
   // A decoder for searches over `memory` (as encode() returned it, B sentences)
   // with at most max_rows decoder rows per step. The default runs step() on
-  // the memory rows that the step's rows select and takes the top k of its
-  // log-probabilities; RnnSearch fuses the whole step (rnnsearch_search.h).
+  // the memory rows that the step's rows select and the state's live rows,
+  // copies its new state back into them, and takes the top k of its
+  // log-probabilities; RnnSearch and Luong fuse the whole step and update the
+  // state in place (rnnsearch_search.h, luong_search.h). A model kind with a
+  // cache overrides StepDecoder::start to add it (tests/test_decoder_state.cpp).
   // No autograd: call it under NoGradGuard, with the model in eval mode.
   // `prepared` (from prepare_decoder(), or nullptr: the decoder prepares its
   // own) lets many searches share the weight preparation.

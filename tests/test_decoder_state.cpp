@@ -1,0 +1,471 @@
+// The decoder state contract (models/decoder_state.h, seq2seq.h) admits a model
+// kind with a growing per-layer cache, defined here and nowhere else: one
+// causal self-attention layer over the decoder's own previous inputs, whose
+// keys and values a search caches ([max_rows, max_steps, D], position t
+// written at step t), plus cross-attention over the encoder's named tensors.
+// Its own StepDecoder runs through the real greedy_search / beam_search:
+//   (a) the cached step equals step(), which recomputes the whole prefix;
+//   (b) beam 1 equals greedy;
+//   (c) beam search, whose gathers reorder the cache, equals a reference beam
+//       search that keeps every hypothesis' full prefix and recomputes it.
+// All exact: both paths run the same float code on the same inputs.
+//
+// Legend: B sentences, S source length, N decoder rows, M = max_rows,
+// T = max_steps, D model size, V target vocabulary.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attn/autograd/node.h"
+#include "attn/decode/search.h"
+#include "attn/models/seq2seq.h"
+#include "attn/tensor/random.h"
+
+namespace attn::testing {
+namespace {
+
+constexpr int64_t kD = 6, kSrcVocab = 9, kVocab = 12;
+constexpr int64_t kPrefix = 16;  // step()'s prefix buffer: at most this many steps
+
+// The whole model's arithmetic, shared by the cached step and the recomputing
+// one (so that equal inputs give equal bits).
+struct Weights {
+  std::vector<float> src_embed, tgt_embed;  // [kSrcVocab, D], [V, D]
+  std::vector<float> wq, wk, wv;            // [D, D] self-attention
+  std::vector<float> wck, wcv;              // [D, D] cross-attention's key and value projections
+  std::vector<float> out_w, out_b;          // [V, D], [V]
+
+  explicit Weights(uint64_t seed) {
+    Rng rng(seed);
+    auto draw = [&](int64_t n, float scale) {
+      std::vector<float> v(static_cast<size_t>(n));
+      for (float& x : v) x = rng.uniform(-scale, scale);
+      return v;
+    };
+    src_embed = draw(kSrcVocab * kD, 1.0f), tgt_embed = draw(kVocab * kD, 1.0f);
+    wq = draw(kD * kD, 0.8f), wk = draw(kD * kD, 0.8f), wv = draw(kD * kD, 0.8f);
+    wck = draw(kD * kD, 0.8f), wcv = draw(kD * kD, 0.8f);
+    out_w = draw(kVocab * kD, 0.7f), out_b = draw(kVocab, 0.3f);
+  }
+
+  // y [D] = W [D, D] x [D]
+  static void project(const std::vector<float>& w, const float* x, float* y) {
+    for (int64_t r = 0; r < kD; ++r) {
+      float acc = 0;
+      for (int64_t c = 0; c < kD; ++c) acc += w[size_t(r * kD + c)] * x[c];
+      y[r] = acc;
+    }
+  }
+
+  // x [D] = embed[token] + a position signal (so the step number matters)
+  static void input(const std::vector<float>& embed, int64_t token, int64_t pos, float* x) {
+    for (int64_t d = 0; d < kD; ++d) x[d] = embed[size_t(token * kD + d)] + std::sin(float((pos + 1) * (d + 1)) * 0.37f);
+  }
+
+  // The target position t's k and v [D] (what the cache keeps).
+  void self_kv(int64_t token, int64_t t, float* k, float* v) const {
+    float x[kD];
+    input(tgt_embed, token, t, x);
+    project(wk, x, k);
+    project(wv, x, v);
+  }
+
+  // Position t's output: self-attention of its query over keys / values [t + 1, D]
+  // (positions 0..t), then cross-attention over one sentence's keys / values
+  // [S, D] (its first len), -> log p [V] and the cross-attention weights [S].
+  void output(int64_t token, int64_t t, const float* keys, const float* values, const float* mk, const float* mv,
+              int64_t len, int64_t S, float* log_probs, float* weights) const {
+    float x[kD], q[kD], h[kD], c[kD] = {0};
+    input(tgt_embed, token, t, x);
+    project(wq, x, q);
+    std::vector<float> a(size_t(t + 1));
+    float mx = -INFINITY;
+    for (int64_t j = 0; j <= t; ++j) {
+      float s = 0;
+      for (int64_t d = 0; d < kD; ++d) s += q[d] * keys[j * kD + d];
+      a[size_t(j)] = s / std::sqrt(float(kD));
+      mx = std::max(mx, a[size_t(j)]);
+    }
+    float z = 0;
+    for (float& e : a) z += (e = std::exp(e - mx));
+    for (int64_t d = 0; d < kD; ++d) {
+      h[d] = x[d];
+      for (int64_t j = 0; j <= t; ++j) h[d] += a[size_t(j)] / z * values[j * kD + d];
+    }
+    mx = -INFINITY;
+    for (int64_t j = 0; j < S; ++j) weights[j] = 0;
+    for (int64_t j = 0; j < len; ++j) {
+      float s = 0;
+      for (int64_t d = 0; d < kD; ++d) s += h[d] * mk[j * kD + d];
+      weights[j] = s;
+      mx = std::max(mx, s);
+    }
+    z = 0;
+    for (int64_t j = 0; j < len; ++j) z += (weights[j] = std::exp(weights[j] - mx));
+    for (int64_t j = 0; j < len; ++j) {
+      weights[j] /= z;
+      for (int64_t d = 0; d < kD; ++d) c[d] += weights[j] * mv[j * kD + d];
+    }
+    mx = -INFINITY;
+    for (int64_t v = 0; v < kVocab; ++v) {
+      float s = out_b[size_t(v)];
+      for (int64_t d = 0; d < kD; ++d) s += out_w[size_t(v * kD + d)] * (h[d] + c[d]);
+      log_probs[v] = s;
+      mx = std::max(mx, s);
+    }
+    z = 0;
+    for (int64_t v = 0; v < kVocab; ++v) z += std::exp(log_probs[v] - mx);
+    for (int64_t v = 0; v < kVocab; ++v) log_probs[v] -= mx + std::log(z);
+  }
+};
+
+// The k best tokens of log p [V], as StepTop orders them (descending, ties by lower id).
+void top_k(const float* lp, int64_t k, int* tokens, float* out) {
+  std::vector<int> ids(static_cast<size_t>(kVocab));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::stable_sort(ids.begin(), ids.end(), [&](int a, int b) { return lp[a] > lp[b]; });
+  for (int64_t j = 0; j < k; ++j) tokens[j] = ids[size_t(j)], out[j] = lp[ids[size_t(j)]];
+}
+
+// The decoder the model kind brings: its state is the cache only,
+// "self_keys_0" and "self_values_0" [M, T, D]; rows read the memory through
+// the row -> sentence map.
+// What the searches asked of the decoder, for the tests to read.
+struct Sizes {
+  int64_t max_rows = 0, max_steps = 0;  // start()'s arguments
+  int64_t most_rows = 0;                // the most rows a step saw
+};
+
+class CachedDecoder final : public models::StepDecoder {
+public:
+  CachedDecoder(const Weights& w, const models::EncoderMemory& m, Sizes& sizes) : w_(w), memory_(m), sizes_(sizes) {}
+
+  models::DecoderState start(const models::DecoderState& initial, int64_t max_rows, int64_t max_steps) override {
+    sizes_ = {max_rows, max_steps, 0};
+    models::DecoderState s(initial.rows(), max_rows);
+    s.add("self_keys_0", {max_steps, kD});
+    s.add("self_values_0", {max_steps, kD});
+    return s;
+  }
+
+  const models::StepTop& step(const std::vector<int64_t>& rows, models::DecoderState& state,
+                              const std::vector<int>& prev, int64_t k, int64_t t) override {
+    const int64_t N = int64_t(rows.size()), T = state.buffer("self_keys_0").size(1);
+    if (state.rows() != N || int64_t(prev.size()) != N || t < 0 || t >= T)
+      throw std::invalid_argument("cached decoder: step " + std::to_string(t) + " of " + std::to_string(T));
+    const Tensor &mk = memory_.get("cross_keys_0"), &mv = memory_.get("cross_values_0");
+    const int64_t S = mk.size(1);
+    float *keys = state.data("self_keys_0"), *values = state.data("self_values_0");
+    out_.k = k;
+    out_.tokens.resize(size_t(N * k));
+    out_.log_probs.resize(size_t(N * k));
+    out_.weights = Tensor::empty({N, S});
+    std::vector<float> lp(static_cast<size_t>(kVocab));
+    for (int64_t i = 0; i < N; ++i) {
+      const int64_t b = rows[size_t(i)], len = int64_t(memory_.lengths().data()[b]);
+      float* ki = keys + i * T * kD;
+      float* vi = values + i * T * kD;
+      w_.self_kv(prev[size_t(i)], t, ki + t * kD, vi + t * kD);  // position t appended in place
+      w_.output(prev[size_t(i)], t, ki, vi, mk.data() + b * S * kD, mv.data() + b * S * kD, len, S, lp.data(),
+                out_.weights.data() + i * S);
+      top_k(lp.data(), k, out_.tokens.data() + i * k, out_.log_probs.data() + i * k);
+    }
+    sizes_.most_rows = std::max(sizes_.most_rows, N);
+    return out_;
+  }
+
+private:
+  const Weights& w_;
+  models::EncoderMemory memory_;
+  Sizes& sizes_;
+  models::StepTop out_;
+};
+
+// The model kind. step() is the reference: its state is the prefix of input
+// tokens ("prefix" [N, kPrefix], position t written at step t), and it
+// recomputes every position's keys and values from it. With cached = false
+// the searches run it through the default decoder (seq2seq.cpp).
+class CachedAttentionModel : public models::Seq2SeqModel {
+public:
+  explicit CachedAttentionModel(bool cached) : Seq2SeqModel(make_config(), 0), w_(7), cached_(cached) { train(false); }
+
+  // src [B, S] ids -> memory {cross_keys_0, cross_values_0 [B, S, D], lengths [B]}, state {prefix [B, kPrefix]}
+  models::Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const override {
+    const int64_t B = src.size(0), S = src.size(1);
+    models::Encoded e;
+    Tensor mk = Tensor::zeros({B, S, kD}), mv = Tensor::zeros({B, S, kD});
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t j = 0; j < lengths[size_t(b)]; ++j) {
+        float x[kD];
+        Weights::input(w_.src_embed, int64_t(src.data()[b * S + j]), j, x);
+        Weights::project(w_.wck, x, mk.data() + (b * S + j) * kD);
+        Weights::project(w_.wcv, x, mv.data() + (b * S + j) * kD);
+      }
+    e.memory["cross_keys_0"] = mk;
+    e.memory["cross_values_0"] = mv;
+    e.memory.lengths() = Tensor::empty({B});
+    for (int64_t b = 0; b < B; ++b) e.memory.lengths().data()[b] = float(lengths[size_t(b)]);
+    e.state.set("prefix", Tensor::zeros({B, kPrefix}));
+    return e;
+  }
+
+  models::StepOutput step(const models::EncoderMemory& memory, const models::DecoderState& state, const Tensor& prev,
+                          int64_t t, models::StepDetail = models::StepDetail::Weights) const override {
+    const int64_t N = prev.size(0);
+    const Tensor &mk = memory.get("cross_keys_0"), &mv = memory.get("cross_values_0");
+    const int64_t S = mk.size(1);
+    if (t >= kPrefix) throw std::invalid_argument("step: beyond the prefix buffer");
+    models::StepOutput out;
+    Tensor prefix = state.live("prefix").clone();
+    out.log_probs = Tensor::empty({N, kVocab});
+    out.weights = Tensor::empty({N, S});
+    std::vector<float> keys(size_t((t + 1) * kD)), values(keys.size());
+    for (int64_t i = 0; i < N; ++i) {
+      prefix.data()[i * kPrefix + t] = prev.data()[i];
+      for (int64_t j = 0; j <= t; ++j)  // every position again, no cache
+        w_.self_kv(int64_t(prefix.data()[i * kPrefix + j]), j, keys.data() + j * kD, values.data() + j * kD);
+      w_.output(int64_t(prev.data()[i]), t, keys.data(), values.data(), mk.data() + i * S * kD,
+                mv.data() + i * S * kD, int64_t(memory.lengths().data()[i]), S, out.log_probs.data() + i * kVocab,
+                out.weights.data() + i * S);
+    }
+    out.state.set("prefix", prefix);
+    return out;
+  }
+
+  std::unique_ptr<models::StepDecoder> decoder(const models::EncoderMemory& memory, int64_t max_rows,
+                                               std::shared_ptr<const models::PreparedDecoder> prepared) const override {
+    if (!cached_) return Seq2SeqModel::decoder(memory, max_rows, prepared);
+    return std::make_unique<CachedDecoder>(w_, memory, sizes);
+  }
+
+  Tensor forced_features(const data::Seq2SeqBatch&) const override { throw std::logic_error("not trained"); }
+  OutputLayer output_layer() const override { throw std::logic_error("not trained"); }
+
+  mutable Sizes sizes;  // the last search's
+
+private:
+  static models::ModelConfig make_config() {
+    models::ModelConfig c;
+    c.src_vocab = kSrcVocab;
+    c.tgt_vocab = kVocab;
+    return c;
+  }
+  Weights w_;
+  bool cached_;
+};
+
+struct Batch {
+  Tensor src;
+  std::vector<int64_t> lengths;
+};
+
+Batch batch() {
+  Batch b{Tensor::zeros({4, 5}), {5, 2, 4, 1}};
+  Rng rng(3);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < b.lengths[size_t(i)]; ++j) b.src.data()[i * 5 + j] = float(3 + rng.below(kSrcVocab - 3));
+  return b;
+}
+
+decode::SearchOptions options(int beam) {
+  decode::SearchOptions o;
+  o.beam = beam;
+  o.nbest = beam;
+  o.max_len_ratio = 0.0, o.max_len_offset = 9;  // 9 steps at most: the cache holds 9 positions
+  o.length_penalty = 0.0;
+  return o;
+}
+
+void expect_same(const std::vector<decode::SearchResult>& x, const std::vector<decode::SearchResult>& y) {
+  ASSERT_EQ(x.size(), y.size());
+  for (size_t s = 0; s < x.size(); ++s) {
+    ASSERT_EQ(x[s].hypotheses.size(), y[s].hypotheses.size()) << "sentence " << s;
+    for (size_t h = 0; h < x[s].hypotheses.size(); ++h) {
+      const decode::Hypothesis &a = x[s].hypotheses[h], &b = y[s].hypotheses[h];
+      EXPECT_EQ(a.tokens, b.tokens) << "sentence " << s << " hypothesis " << h;
+      EXPECT_EQ(a.log_prob, b.log_prob) << "sentence " << s << " hypothesis " << h;
+      EXPECT_EQ(a.finished, b.finished) << "sentence " << s << " hypothesis " << h;
+      EXPECT_EQ(a.attention, b.attention) << "sentence " << s << " hypothesis " << h;
+    }
+  }
+}
+
+// (a), one step at a time: rows in any order (beams of sentences), the cache
+// filled step by step, against step()'s recomputation of the whole prefix.
+TEST(DecoderState, CachedStepEqualsRecomputedPrefix) {
+  NoGradGuard no_grad;
+  CachedAttentionModel model(true);
+  const Batch b = batch();
+  models::Encoded e = model.encode(b.src, b.lengths);
+  const std::vector<int64_t> rows = {2, 2, 0, 3, 1, 1, 0};
+  const int64_t N = int64_t(rows.size()), S = b.src.size(1), T = 5;
+  auto dec = model.decoder(e.memory, N, nullptr);
+  models::DecoderState cached = dec->start(models::select_rows(e.state, rows), N, T);
+  models::DecoderState full = models::select_rows(e.state, rows);
+  const models::EncoderMemory per_row = models::select_rows(e.memory, rows);
+  Rng rng(5);
+  std::vector<int> prev(size_t(N), model.config().specials.bos);
+  for (int64_t t = 0; t < T; ++t) {
+    Tensor ids = Tensor::empty({N});
+    for (int64_t i = 0; i < N; ++i) ids.data()[i] = float(prev[size_t(i)]);
+    models::StepOutput ref = model.step(per_row, full, ids, t);
+    const models::StepTop& out = dec->step(rows, cached, prev, kVocab, t);
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t j = 0; j < kVocab; ++j) {
+        const int tok = out.tokens[size_t(i * kVocab + j)];
+        EXPECT_EQ(out.log_probs[size_t(i * kVocab + j)], ref.log_probs.data()[i * kVocab + tok])
+            << "step " << t << " row " << i;
+      }
+    EXPECT_EQ(out.weights.to_vector(), ref.weights.to_vector()) << "step " << t;
+    full = ref.state;
+    for (int& p : prev) p = int(rng.below(kVocab));
+  }
+  EXPECT_THROW(dec->step(rows, cached, prev, 1, T), std::invalid_argument);  // the cache holds T positions
+}
+
+// (a) and (b) through the real searches: the cached decoder against the
+// default one over step() (greedy and beam 3), and beam 1 against greedy.
+TEST(DecoderState, SearchesWithTheCacheEqualSearchesThatRecompute) {
+  CachedAttentionModel cached(true), recompute(false);
+  const Batch b = batch();
+  const auto greedy = decode::greedy_search(cached, b.src, b.lengths, options(1));
+  expect_same(greedy, decode::greedy_search(recompute, b.src, b.lengths, options(1)));
+  expect_same(greedy, decode::beam_search(cached, b.src, b.lengths, options(1)));  // (b)
+  expect_same(decode::beam_search(cached, b.src, b.lengths, options(3)),
+              decode::beam_search(recompute, b.src, b.lengths, options(3)));
+}
+
+// (c) Beam search written out per sentence over full prefixes: each live
+// hypothesis keeps its tokens and step() recomputes them; every (hypothesis,
+// token) ranked; the rules of search.h. No state is reordered.
+std::vector<decode::Hypothesis> reference_beam(const CachedAttentionModel& m, const Batch& b, int64_t s,
+                                               const decode::SearchOptions& o) {
+  NoGradGuard no_grad;
+  const int64_t S = b.src.size(1), K = o.beam, limit = o.max_len_offset;
+  Tensor src = b.src.narrow0(s, 1).clone();
+  models::Encoded e = m.encode(src, {b.lengths[size_t(s)]});
+  const int bos = m.config().specials.bos, eos = m.config().specials.eos;
+  std::vector<decode::Hypothesis> live(1), done;
+  for (int64_t t = 0;; ++t) {
+    struct C {
+      double score;
+      float lp;
+      int64_t row;
+      int token;
+    };
+    std::vector<C> c;
+    for (int64_t r = 0; r < int64_t(live.size()); ++r) {
+      // the hypothesis' whole prefix, BOS first, through step() from the initial state
+      models::DecoderState st = e.state;
+      models::StepOutput out;
+      std::vector<int> inputs = {bos};
+      inputs.insert(inputs.end(), live[size_t(r)].tokens.begin(), live[size_t(r)].tokens.end());
+      for (int64_t j = 0; j <= t; ++j) {
+        out = m.step(e.memory, st, Tensor::from({float(inputs[size_t(j)])}, {1}), j);
+        st = out.state;
+      }
+      for (int64_t v = 0; v < kVocab; ++v) {
+        const float lp = out.log_probs.data()[v];
+        c.push_back({live[size_t(r)].log_prob + double(lp), lp, r, int(v)});
+      }
+      live[size_t(r)].attention.insert(live[size_t(r)].attention.end(), out.weights.data(),
+                                       out.weights.data() + std::min(S, b.lengths[size_t(s)]));
+    }
+    std::sort(c.begin(), c.end(), [](const C& x, const C& y) {
+      if (x.score != y.score) return x.score > y.score;
+      if (x.lp != y.lp) return x.lp > y.lp;
+      if (x.row != y.row) return x.row < y.row;
+      return x.token < y.token;
+    });
+    std::vector<decode::Hypothesis> next;
+    for (size_t rank = 0; rank < c.size() && int64_t(next.size()) < K; ++rank) {
+      decode::Hypothesis h = live[size_t(c[rank].row)];
+      h.log_prob = c[rank].score;
+      if (c[rank].token == eos) {
+        if (int64_t(rank) < K) h.finished = true, h.score = h.log_prob, done.push_back(h);
+        continue;
+      }
+      h.tokens.push_back(c[rank].token);
+      next.push_back(h);
+    }
+    const bool top_ended = c[0].token == eos;
+    if ((top_ended && int64_t(done.size()) >= o.nbest) || t + 1 >= limit || next.empty()) {
+      if (!top_ended)
+        for (auto& h : next) h.score = h.log_prob, done.push_back(h);
+      std::stable_sort(done.begin(), done.end(), [](const auto& x, const auto& y) { return x.score > y.score; });
+      done.resize(std::min(done.size(), size_t(o.nbest)));
+      return done;
+    }
+    live = next;
+  }
+}
+
+TEST(DecoderState, ReorderedCacheEqualsBeamSearchOverFullPrefixes) {
+  CachedAttentionModel model(true);
+  const Batch b = batch();
+  for (int beam : {2, 3, 5}) {
+    SCOPED_TRACE("beam " + std::to_string(beam));
+    const decode::SearchOptions o = options(beam);
+    const auto got = decode::beam_search(model, b.src, b.lengths, o);
+    std::vector<decode::SearchResult> want(got.size());
+    for (size_t s = 0; s < got.size(); ++s) {
+      want[s].src_len = b.lengths[s];
+      want[s].hypotheses = reference_beam(model, b, int64_t(s), o);
+    }
+    expect_same(got, want);
+  }
+  // not vacuous: the beams differ from greedy somewhere, so rows were reordered and dropped
+  const auto greedy = decode::greedy_search(model, b.src, b.lengths, options(1));
+  const auto beam5 = decode::beam_search(model, b.src, b.lengths, options(5));
+  bool differs = false;
+  for (size_t s = 0; s < greedy.size(); ++s)
+    differs = differs || greedy[s].hypotheses[0].tokens != beam5[s].hypotheses[0].tokens ||
+              beam5[s].hypotheses.size() > 1;
+  EXPECT_TRUE(differs);
+}
+
+// The search sizes the state once: max_rows = B * beam, max_steps from the
+// options and the longest source; the decoder never sees more rows.
+TEST(DecoderState, SearchSizesTheStateOnce) {
+  CachedAttentionModel model(true);
+  const Batch b = batch();
+  decode::SearchOptions o = options(3);
+  o.max_len_ratio = 1.0, o.max_len_offset = 2;  // the longest source (5) allows 7 steps
+  const auto r = decode::beam_search(model, b.src, b.lengths, o);
+  EXPECT_EQ(model.sizes.max_rows, 4 * 3);
+  EXPECT_EQ(model.sizes.max_steps, 7);
+  EXPECT_GT(model.sizes.most_rows, 4);  // beams were alive
+  EXPECT_LE(model.sizes.most_rows, 4 * 3);
+  for (const auto& s : r)
+    for (const auto& h : s.hypotheses) EXPECT_LE(int64_t(h.tokens.size()), s.src_len + 2);
+  decode::greedy_search(model, b.src, b.lengths, o);
+  EXPECT_EQ(model.sizes.max_rows, 4);
+  EXPECT_EQ(model.sizes.max_steps, 7);
+}
+
+// DecoderState's own bookkeeping: gather reorders, drops and repeats rows in
+// place; live views follow rows().
+TEST(DecoderState, GatherReordersRowsInPlace) {
+  models::DecoderState s(3, 5);
+  Tensor& x = s.add("x", {2});
+  for (int64_t i = 0; i < 10; ++i) x.data()[i] = float(i);
+  EXPECT_EQ(s.live("x").shape(), Shape({3, 2}));
+  s.gather({2, 0, 2, 1});
+  EXPECT_EQ(s.rows(), 4);
+  EXPECT_EQ(s.live("x").to_vector(), (std::vector<float>{4, 5, 0, 1, 4, 5, 2, 3}));
+  s.gather({3});
+  EXPECT_EQ(s.live("x").to_vector(), (std::vector<float>{2, 3}));
+  EXPECT_THROW(s.gather({1}), std::invalid_argument);                 // row 1 of 1
+  EXPECT_THROW(s.gather({0, 0, 0, 0, 0, 0}), std::invalid_argument);  // 6 rows into 5
+  EXPECT_THROW(s.set("y", Tensor::zeros({1, 2})), std::invalid_argument);  // buffers of 5 rows, 1 live
+  EXPECT_THROW(s.live("missing"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace attn::testing
