@@ -10,6 +10,7 @@
 #include "attn/decode/alignment.h"
 #include "attn/decode/search.h"
 #include "attn/models/seq2seq.h"
+#include "reference_beam.h"
 
 namespace attn::testing {
 namespace {
@@ -93,74 +94,25 @@ TEST_P(Search, BeamOneEqualsGreedy) {
   EXPECT_GT(lengths_seen, 1);
 }
 
-// Beam search written out over the full distribution: step() for the live
-// hypotheses of one sentence, every (hypothesis, token) ranked, the same rules
-// as search.h states them (an EOS among the top K ranks completes a hypothesis,
-// the first K other candidates continue; done when the best candidate is EOS
-// and n-best are complete, or at the length limit).
+// reference_beam.h's search for one sentence, each step step() on the live
+// hypotheses' rows of the state (gathered by parent).
 std::vector<decode::Hypothesis> reference_beam(const models::Seq2SeqModel& m, const Tensor& src1, int64_t len,
                                                const decode::SearchOptions& o) {
   NoGradGuard no_grad;
-  const int64_t K = o.beam, V = m.config().tgt_vocab;
   const int64_t limit = std::max<int64_t>(1, int64_t(o.max_len_ratio * double(len)) + o.max_len_offset);
   models::Encoded e = m.encode(src1, {len});
-  std::vector<decode::Hypothesis> live(1), done;
   models::DecoderState state = e.state;
-  auto finalize = [&](decode::Hypothesis& h) {
-    const double n = double(h.tokens.size() + (h.finished ? 1 : 0));
-    h.score = o.length_penalty == 0 ? h.log_prob : h.log_prob / std::pow(n, o.length_penalty);
-  };
-  for (int64_t step = 0;; ++step) {
+  auto step = [&](int64_t t, const std::vector<decode::Hypothesis>& live, const std::vector<int64_t>& parents) {
     const int64_t N = int64_t(live.size());
+    if (t > 0) state = models::select_rows(state, parents);
     Tensor prev = Tensor::empty({N});
-    for (int64_t r = 0; r < N; ++r) prev.data()[r] = float(live[size_t(r)].tokens.empty() ? data::SpecialIds{}.bos : live[size_t(r)].tokens.back());
-    models::StepOutput out = m.step(models::select_rows(e.memory, std::vector<int64_t>(size_t(N), 0)), state, prev, step);
-    struct C {
-      double score;
-      float lp;
-      int64_t row;
-      int token;
-    };
-    std::vector<C> c;
     for (int64_t r = 0; r < N; ++r)
-      for (int64_t v = 0; v < V; ++v) {
-        const float lp = out.log_probs.data()[r * V + v];
-        c.push_back({live[size_t(r)].log_prob + double(lp), lp, r, int(v)});
-      }
-    std::sort(c.begin(), c.end(), [](const C& a, const C& b) {
-      if (a.score != b.score) return a.score > b.score;
-      if (a.lp != b.lp) return a.lp > b.lp;
-      if (a.row != b.row) return a.row < b.row;
-      return a.token < b.token;
-    });
-    std::vector<decode::Hypothesis> next;
-    std::vector<int64_t> parents;
-    for (size_t rank = 0; rank < c.size() && int64_t(next.size()) < K; ++rank) {
-      decode::Hypothesis h = live[size_t(c[rank].row)];
-      h.log_prob = c[rank].score;
-      if (c[rank].token == data::SpecialIds{}.eos) {
-        if (int64_t(rank) < K) {
-          h.finished = true;
-          finalize(h);
-          done.push_back(h);
-        }
-        continue;
-      }
-      h.tokens.push_back(c[rank].token);
-      next.push_back(h);
-      parents.push_back(c[rank].row);
-    }
-    const bool top_ended = c[0].token == data::SpecialIds{}.eos;
-    if ((top_ended && int64_t(done.size()) >= o.nbest) || step + 1 >= limit || next.empty()) {
-      if (!top_ended)
-        for (auto& h : next) finalize(h), done.push_back(h);
-      std::stable_sort(done.begin(), done.end(), [](const auto& x, const auto& y) { return x.score > y.score; });
-      done.resize(std::min(done.size(), size_t(o.nbest)));
-      return done;
-    }
-    state = models::select_rows(out.state, parents);
-    live = next;
-  }
+      prev.data()[r] = float(live[size_t(r)].tokens.empty() ? data::SpecialIds{}.bos : live[size_t(r)].tokens.back());
+    models::StepOutput out = m.step(models::select_rows(e.memory, std::vector<int64_t>(size_t(N), 0)), state, prev, t);
+    state = out.state;
+    return ReferenceStep{out.log_probs.to_vector(), {}};
+  };
+  return testing::reference_beam(m.config().tgt_vocab, data::SpecialIds{}.eos, limit, o, step);
 }
 
 // The search asks each decoder row for only its K + 1 best tokens; the

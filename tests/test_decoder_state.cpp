@@ -26,6 +26,7 @@
 #include "attn/decode/search.h"
 #include "attn/models/seq2seq.h"
 #include "attn/tensor/random.h"
+#include "reference_beam.h"
 
 namespace attn::testing {
 namespace {
@@ -341,69 +342,31 @@ TEST(DecoderState, SearchesWithTheCacheEqualSearchesThatRecompute) {
               decode::beam_search(recompute, b.src, b.lengths, options(3)));
 }
 
-// (c) Beam search written out per sentence over full prefixes: each live
-// hypothesis keeps its tokens and step() recomputes them; every (hypothesis,
-// token) ranked; the rules of search.h. No state is reordered.
+// (c) reference_beam.h's search for sentence s, each live hypothesis' whole
+// prefix recomputed by step() from the initial state: no state is reordered.
 std::vector<decode::Hypothesis> reference_beam(const CachedAttentionModel& m, const Batch& b, int64_t s,
                                                const decode::SearchOptions& o) {
   NoGradGuard no_grad;
-  const int64_t S = b.src.size(1), K = o.beam, limit = o.max_len_offset;
-  Tensor src = b.src.narrow0(s, 1).clone();
-  models::Encoded e = m.encode(src, {b.lengths[size_t(s)]});
-  const int bos = m.config().specials.bos, eos = m.config().specials.eos;
-  std::vector<decode::Hypothesis> live(1), done;
-  for (int64_t t = 0;; ++t) {
-    struct C {
-      double score;
-      float lp;
-      int64_t row;
-      int token;
-    };
-    std::vector<C> c;
-    for (int64_t r = 0; r < int64_t(live.size()); ++r) {
-      // the hypothesis' whole prefix, BOS first, through step() from the initial state
+  const int64_t len = b.lengths[size_t(s)];
+  models::Encoded e = m.encode(b.src.narrow0(s, 1).clone(), {len});
+  const int bos = m.config().specials.bos;
+  auto step = [&](int64_t t, const std::vector<decode::Hypothesis>& live, const std::vector<int64_t>&) {
+    ReferenceStep r;
+    for (const decode::Hypothesis& h : live) {
+      std::vector<int> inputs = {bos};  // the hypothesis' whole prefix, BOS first
+      inputs.insert(inputs.end(), h.tokens.begin(), h.tokens.end());
       models::DecoderState st = e.state;
       models::StepOutput out;
-      std::vector<int> inputs = {bos};
-      inputs.insert(inputs.end(), live[size_t(r)].tokens.begin(), live[size_t(r)].tokens.end());
       for (int64_t j = 0; j <= t; ++j) {
         out = m.step(e.memory, st, Tensor::from({float(inputs[size_t(j)])}, {1}), j);
         st = out.state;
       }
-      for (int64_t v = 0; v < kVocab; ++v) {
-        const float lp = out.log_probs.data()[v];
-        c.push_back({live[size_t(r)].log_prob + double(lp), lp, r, int(v)});
-      }
-      live[size_t(r)].attention.insert(live[size_t(r)].attention.end(), out.weights.data(),
-                                       out.weights.data() + std::min(S, b.lengths[size_t(s)]));
+      r.log_probs.insert(r.log_probs.end(), out.log_probs.data(), out.log_probs.data() + kVocab);
+      r.attention.emplace_back(out.weights.data(), out.weights.data() + len);
     }
-    std::sort(c.begin(), c.end(), [](const C& x, const C& y) {
-      if (x.score != y.score) return x.score > y.score;
-      if (x.lp != y.lp) return x.lp > y.lp;
-      if (x.row != y.row) return x.row < y.row;
-      return x.token < y.token;
-    });
-    std::vector<decode::Hypothesis> next;
-    for (size_t rank = 0; rank < c.size() && int64_t(next.size()) < K; ++rank) {
-      decode::Hypothesis h = live[size_t(c[rank].row)];
-      h.log_prob = c[rank].score;
-      if (c[rank].token == eos) {
-        if (int64_t(rank) < K) h.finished = true, h.score = h.log_prob, done.push_back(h);
-        continue;
-      }
-      h.tokens.push_back(c[rank].token);
-      next.push_back(h);
-    }
-    const bool top_ended = c[0].token == eos;
-    if ((top_ended && int64_t(done.size()) >= o.nbest) || t + 1 >= limit || next.empty()) {
-      if (!top_ended)
-        for (auto& h : next) h.score = h.log_prob, done.push_back(h);
-      std::stable_sort(done.begin(), done.end(), [](const auto& x, const auto& y) { return x.score > y.score; });
-      done.resize(std::min(done.size(), size_t(o.nbest)));
-      return done;
-    }
-    live = next;
-  }
+    return r;
+  };
+  return testing::reference_beam(kVocab, m.config().specials.eos, o.max_len_offset, o, step);
 }
 
 TEST(DecoderState, ReorderedCacheEqualsBeamSearchOverFullPrefixes) {
