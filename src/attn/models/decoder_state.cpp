@@ -35,6 +35,11 @@ void DecoderState::set(const std::string& name, const Tensor& t) {
   buffers_[name] = t;
 }
 
+float* DecoderState::data(const std::string& name) {
+  Tensor t = buffers_.get(name);  // shares the buffer's storage
+  return t.data();
+}
+
 Tensor DecoderState::live(const std::string& name) const {
   const Tensor& t = buffers_.get(name);
   return rows_ == max_rows_ ? t : t.narrow0(0, rows_);

@@ -66,7 +66,8 @@ public:
   Tensor live(const std::string& name) const;
   // The whole buffer of `name`: [max_rows, ...] (a step writes its rows in place).
   const Tensor& buffer(const std::string& name) const { return buffers_.get(name); }
-  float* data(const std::string& name) { return buffers_[name].data(); }
+  // The buffer's first float (throws std::invalid_argument when `name` is missing).
+  float* data(const std::string& name);
   bool has(const std::string& name) const { return buffers_.has(name); }
   const std::map<std::string, Tensor>& buffers() const { return buffers_.all(); }
   int64_t rows() const { return rows_; }

@@ -66,6 +66,8 @@ Luong::Luong(const ModelConfig& c, Rng& rng, uint64_t dropout_seed) : Seq2SeqMod
   out_b_ = register_parameter("output.bias", detail::uniform_param({c.tgt_vocab}, Hd, rng));
 }
 
+Tensor Luong::feed(const DecoderState& s) const { return s.live(luong_state::kFeed); }
+
 Tensor Luong::drop(const Tensor& x) const { return dropout(x, float(config_.dropout), is_training(), dropout_rng_); }
 
 Encoded Luong::encode(const Tensor& src, const std::vector<int64_t>& lengths) const {

@@ -71,7 +71,7 @@ private:
   // emb [N, E], state at t-1 -> state at t (+ the attention internals when need_internals)
   StepResult decoder_step(const EncoderMemory& m, const Tensor& emb, const DecoderState& s, int64_t t,
                           bool need_internals = false) const;
-  Tensor feed(const DecoderState& s) const { return s.live("feed"); }  // h̃ [N, Hd]
+  Tensor feed(const DecoderState& s) const;  // h̃ [N, Hd]
   Tensor drop(const Tensor& x) const;
   LuongLoopWeights loop_weights() const;
   bool lstm() const { return config_.cell == CellType::Lstm; }
