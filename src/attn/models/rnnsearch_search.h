@@ -13,7 +13,8 @@
 //   T_o[y]  = E[y] W_o[:, Hd+Dv:]^T + b_o      [V, R]
 // (kMaxFoldedFloats bounds them; above it the products run per step).
 //
-// Per step, with s the previous state and y the previous token of each row:
+// Per step, with s the previous state ("s" of the DecoderState, [N, Hd], updated
+// in place) and y the previous token of each row:
 //   gx = T_ih[y];  t = T_o[y];  qp = s W_a^T;  gh = s W_hh^T     (rows, then columns of both products)
 //   a = softmax_j(v^T tanh(qp + U h_j + b_U))                    (rows; the sentence's cached keys)
 //   c = sum_j a_j h_j;  gx += c W_ih[:, E:]^T;  t += c W_o[:, Hd:Hd+Dv]^T    (the context's products)
@@ -35,7 +36,8 @@
 //    the folded tables take 10% of a step's multiply-adds off (lean model);
 //  - the phases run in one OpenMP region separated by barriers, instead of
 //    a dozen ops with a team wake-up and a fresh output tensor each;
-//  - buffers are allocated once per search for max_rows rows;
+//  - buffers are allocated once per search for max_rows rows, and s' is
+//    written over s in the search's state (allocated once by start());
 //  - rows read keys and values through the row -> sentence map: beams do not
 //    copy the encoder memory;
 //  - only k tokens per row leave the step, and the [N, V] logits never leave
