@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The ISA sources (cpu/dispatch.h) are compiled once per instruction set and
+# The ISA sources (kernels/dispatch.h) are compiled once per instruction set and
 # linked into one library. That is safe only if their AVX2 and AVX-512 objects
 # define nothing the linker could pick in place of a baseline definition: no
 # global or weak symbol outside the namespaces of their own instruction set
@@ -14,7 +14,7 @@
 # OpenMP reductions, one shared variable by design).) nm -C prints a function
 # template's instantiation after its return type ("void attn::...::avx2::
 # gemm_tile<2, 3>(...)", the inline templates of the ISA-internal headers such
-# as attention/tile_gemm.h): a leading return type without '<' or '(' is skipped.
+# as kernels/tile_gemm.h): a leading return type without '<' or '(' is skipped.
 # Usage: isa_symbols.sh BUILD_DIR. Fails listing every offending symbol.
 set -euo pipefail
 build_dir=$1

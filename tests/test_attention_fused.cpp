@@ -10,7 +10,7 @@
 #include <cmath>
 
 #include "attn/attention/attention.h"
-#include "attn/tensor/threading.h"
+#include "attn/cpu/threading.h"
 #include "attention_reference.h"
 #include "oracle.h"
 

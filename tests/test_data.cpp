@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/cpu/threading.h"
 #include "attn/data/batcher.h"
 #include "attn/data/encoded_corpus.h"
 #include "attn/data/line_reader.h"
@@ -18,7 +19,6 @@
 #include "attn/data/utf8.h"
 #include "attn/data/vocab.h"
 #include "attn/tensor/random.h"
-#include "attn/tensor/threading.h"
 
 using namespace attn;
 using namespace attn::data;

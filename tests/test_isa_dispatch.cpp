@@ -1,4 +1,4 @@
-// Run-time instruction-set dispatch (cpu/isa.h, cpu/dispatch.h): the cap, and
+// Run-time instruction-set dispatch (cpu/isa.h, kernels/dispatch.h): the cap, and
 // every build of each dispatched kernel that this CPU can run, called directly
 // by its namespace, against a plain reference on the same data. The whole
 // suite also runs under each cap (ATTN_ISA=scalar|avx2|avx512 ctest, docs/library.md).
@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "attn/cpu/isa.h"
-#include "attn/nn/rnn_kernels.h"
-#include "attn/nn/rows_gemm.h"
+#include "attn/kernels/rnn_gates.h"
+#include "attn/kernels/rows_gemm.h"
 #include "attn/tensor/random.h"
 #include "compare.h"
 // models, recurrent GEMM and tensor kernels
@@ -20,12 +20,12 @@
 #include <string>
 #include <utility>
 
-#include "attn/models/output_loss_kernels.h"
-#include "attn/models/rnnsearch_kernels.h"
-#include "attn/models/vocab_topk.h"
+#include "attn/kernels/elementwise.h"
+#include "attn/kernels/output_loss.h"
+#include "attn/kernels/rnnsearch_rows.h"
+#include "attn/kernels/softmax.h"
+#include "attn/kernels/vocab_topk.h"
 #include "attn/nn/rnn_gemm.h"
-#include "attn/tensor/elementwise_kernels.h"
-#include "attn/tensor/softmax_kernels.h"
 
 using namespace attn;
 using attn::testing::compare;
@@ -583,10 +583,10 @@ TEST(IsaDispatch, SoftmaxRowsEveryBuildMatchTheReference) {
 // shows it. Tolerances: float accumulation against double, the same for every
 // build (tests/test_attention_fused.cpp and test_attention_reference.cpp use them).
 #include "attention_reference.h"
-#include "attn/attention/additive_scores_kernels.h"
-#include "attn/attention/additive_step_kernels.h"
-#include "attn/attention/flash_kernels.h"
-#include "attn/tensor/threading.h"
+#include "attn/cpu/threading.h"
+#include "attn/kernels/additive_scores.h"
+#include "attn/kernels/additive_step.h"
+#include "attn/kernels/flash.h"
 
 namespace {
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "attn/autograd/ops.h"
+#include "attn/kernels/vocab_topk.h"
 #include "attn/models/output_loss.h"
-#include "attn/models/vocab_topk.h"
 #include "attn/tensor/random.h"
 #include "attention_reference.h"
 #include "compare.h"

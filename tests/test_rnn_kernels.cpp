@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "attn/kernels/rnn_gates.h"
 #include "attn/nn/rnn_gemm.h"
-#include "attn/nn/rnn_kernels.h"
 #include "attn/simd/math.h"
 #include "attn/tensor/random.h"
 #include "compare.h"

@@ -11,18 +11,20 @@
 #include <cmath>
 #include <functional>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "attn/autograd/node.h"
+#include "attn/cpu/threading.h"
 #include "attn/decode/search.h"
+#include "attn/kernels/rows_gemm.h"
+#include "attn/kernels/vocab_topk.h"
 #include "attn/models/output_loss.h"
 #include "attn/models/rnnsearch_search.h"
 #include "attn/models/seq2seq.h"
-#include "attn/models/vocab_topk.h"
-#include "attn/nn/rows_gemm.h"
 #include "attn/nn/step_linear.h"
 #include "attn/tensor/random.h"
-#include "attn/tensor/threading.h"
 #include "step_top_check.h"
 
 using namespace attn;
@@ -71,6 +73,24 @@ TEST(RowsGemm, RowResultIndependentOfRowCount) {
     rows_gemm::gemm_wt(1, K, a.data() + i * K, K, w.data(), K, 0, out, one.data(), out, false);
     for (int64_t o = 0; o < out; ++o) ASSERT_EQ(one[size_t(o)], all[size_t(i * out + o)]) << i << "," << o;
   }
+}
+
+// The element types of a prepared weight are one table (nn/step_weight_types.h):
+// each row is named, its name reads back to it, and an unknown name is refused
+// naming the known ones. StepLinear takes fp32 unless told otherwise.
+TEST(StepWeightTypes, EveryRowIsNamedAndReadBack) {
+  const nn::StepWeightKernels& f32 = nn::step_weight_kernels(nn::StepWeightType::F32);
+  EXPECT_STREQ(f32.name, "f32");
+  EXPECT_EQ(nn::step_weight_type("f32"), nn::StepWeightType::F32);
+  try {
+    nn::step_weight_type("int3");
+    ADD_FAILURE() << "no error for an unknown type";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown weight type 'int3' (known: f32)"), std::string::npos) << e.what();
+  }
+  Rng rng(3);
+  const nn::StepLinear lin(rand_uniform({5, 4}, rng, -1, 1), false);
+  EXPECT_EQ(lin.type(), nn::StepWeightType::F32);
 }
 
 TEST(StepLinear, RowMajorAndPackedMatchReference) {

@@ -16,10 +16,10 @@
 #include <future>
 #include <nlohmann/json.hpp>
 
+#include "attn/cpu/threading.h"
 #include "attn/data/toy_tasks.h"
 #include "attn/decode/explain.h"
 #include "attn/decode/translator.h"
-#include "attn/tensor/threading.h"
 #include "serve_test_util.h"
 
 namespace attn::testing {

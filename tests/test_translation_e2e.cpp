@@ -11,13 +11,13 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "attn/cpu/threading.h"
 #include "attn/data/line_reader.h"
 #include "attn/data/toy_tasks.h"
+#include "attn/decode/model_dir.h"
 #include "attn/decode/translator.h"
 #include "attn/eval/bleu.h"
 #include "attn/tensor/safetensors.h"
-#include "attn/tensor/threading.h"
-#include "attn/decode/model_dir.h"
 #include "attn/train/mt_trainer.h"
 #include "attn/viz/heatmap.h"
 #include "toy_run.h"

@@ -2,11 +2,11 @@
 // ("additive_scores"): the composed version (broadcast add, tanh, matmul) keeps
 // two [B, H, Lq, Lk, A] tensors for its backward; this one keeps none and
 // recomputes the tanh. The glue (checks, tensors, autograd) around the kernels
-// of additive_scores_kernels.h (compiled per instruction set).
+// of kernels/additive_scores.h (compiled per instruction set).
 #include <stdexcept>
 
-#include "attn/attention/additive_scores_kernels.h"
 #include "attn/attention/checks.h"
+#include "attn/kernels/additive_scores.h"
 #include "attn/tensor/kernels.h"
 
 namespace attn::attention {

@@ -1,18 +1,18 @@
 // The fused additive-attention decoder step: checks, tensors and autograd
-// around the kernels of additive_step_kernels.h (compiled per instruction set).
+// around the kernels of kernels/additive_step.h (compiled per instruction set).
 #include "attn/attention/additive_step.h"
 
 #include <stdexcept>
 
-#include "attn/attention/additive_step_kernels.h"
 #include "attn/attention/checks.h"
+#include "attn/kernels/additive_step.h"
 #include "attn/tensor/kernels.h"
 
 namespace attn::attention {
 namespace {
 
 // qp [B, A] = query [B, Qd] W1^T, W1 [A, Qd]: the kernel's register tile for the
-// batches it suits (additive_step_kernels.cpp has the measurements), else BLAS.
+// batches it suits (kernels/additive_step.cpp has the measurements), else BLAS.
 Tensor project_query(const Tensor& query, const Tensor& W1) {
   const int64_t B = query.size(0), Qd = query.size(1), A = W1.size(0);
   Tensor qp = Tensor::empty({B, A}), scratch;

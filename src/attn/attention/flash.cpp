@@ -1,12 +1,12 @@
 // Fused scaled dot-product attention (see flash.h): the glue around the kernels
-// of flash_kernels.h (compiled per instruction set): contiguous copies of
+// of kernels/flash.h (compiled per instruction set): contiguous copies of
 // strided keys and values, and the kernels' scratch memory.
 #include "attn/attention/flash.h"
 
 #include <algorithm>
 
 #include "attn/attention/checks.h"
-#include "attn/attention/flash_kernels.h"
+#include "attn/kernels/flash.h"
 #include "attn/tensor/tensor.h"
 
 namespace attn::attention::flash {

@@ -29,8 +29,8 @@
 //
 // forward and backward (flash.cpp) are the glue: they copy strided keys and
 // values to contiguous rows and provide the scratch memory, then call the
-// kernels of flash_kernels.h, compiled per instruction set and chosen at run
-// time (cpu/dispatch.h).
+// kernels of kernels/flash.h, compiled per instruction set and chosen at run
+// time (kernels/dispatch.h).
 #pragma once
 #include <cstdint>
 
@@ -64,7 +64,7 @@ struct Problem {
 
 // p.lq, p.lk, p.lv, p.lo = contiguous [B, H, L, D] (call after setting the sizes).
 // A free function: Problem is a plain aggregate, passed as it is to the kernels
-// compiled per instruction set (flash_kernels.h).
+// compiled per instruction set (kernels/flash.h).
 void set_contiguous(Problem& p);
 
 // out [B, H, Lq, Dv] (layout lo), lse [B, H, Lq] contiguous (+inf for rows that see no key).

@@ -1,5 +1,5 @@
 // Scratch memory for the attention kernels compiled per instruction set
-// (cpu/dispatch.h) (internal header).
+// (kernels/dispatch.h) (internal header).
 //
 // Why a callback: how much a kernel needs can depend on the instruction set
 // (head dims rounded up to whole vectors, batch rows padded to the lane count),

@@ -3,8 +3,8 @@
 #include <stdexcept>
 
 #include "attn/attention/checks.h"
-#include "attn/attention/dropout_hash.h"
-#include "attn/tensor/threading.h"
+#include "attn/cpu/threading.h"
+#include "attn/kernels/dropout_hash.h"
 
 namespace attn::attention {
 namespace detail {

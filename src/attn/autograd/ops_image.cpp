@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "attn/autograd/ops.h"
+#include "attn/cpu/threading.h"
 #include "attn/tensor/kernels.h"
-#include "attn/tensor/threading.h"
 
 namespace attn {
 namespace {

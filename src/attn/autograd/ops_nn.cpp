@@ -4,8 +4,8 @@
 #include <stdexcept>
 
 #include "attn/autograd/ops.h"
+#include "attn/cpu/threading.h"
 #include "attn/tensor/kernels.h"
-#include "attn/tensor/threading.h"
 
 namespace attn {
 

@@ -22,10 +22,10 @@
 #include "attn/attention/additive_step.h"
 #include "attn/attention/attention.h"
 #include "attn/bench/bench.h"
+#include "attn/cpu/threading.h"
 #include "attn/nn/multihead.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/pool.h"
-#include "attn/tensor/threading.h"
 
 namespace attn::bench {
 

@@ -13,10 +13,10 @@
 
 #include "attn/autograd/ops.h"
 #include "attn/bench/bench.h"
+#include "attn/cpu/threading.h"
 #include "attn/nn/cnn_encoder.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/random.h"
-#include "attn/tensor/threading.h"
 
 namespace attn::bench {
 namespace {

@@ -6,9 +6,9 @@
 #include "attn/bench/bench.h"
 #include "attn/cpu/blas.h"
 #include "attn/cpu/isa.h"
+#include "attn/cpu/threading.h"
 #include "attn/tensor/kernels.h"
 #include "attn/tensor/random.h"
-#include "attn/tensor/threading.h"
 
 namespace attn::bench {
 namespace {

@@ -1,8 +1,8 @@
 #include "attn/autograd/ops.h"
 #include "attn/bench/bench.h"
+#include "attn/cpu/threading.h"
 #include "attn/nn/rnn.h"
 #include "attn/tensor/pool.h"
-#include "attn/tensor/threading.h"
 
 namespace attn::bench {
 

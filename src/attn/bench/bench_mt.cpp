@@ -22,10 +22,10 @@
 
 #include "attn/autograd/node.h"
 #include "attn/bench/bench.h"
+#include "attn/cpu/threading.h"
 #include "attn/decode/search.h"
 #include "attn/models/seq2seq.h"
 #include "attn/tensor/pool.h"
-#include "attn/tensor/threading.h"
 #include "attn/train/clip_grad.h"
 #include "attn/train/optim.h"
 

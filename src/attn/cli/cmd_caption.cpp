@@ -16,10 +16,10 @@
 
 #include "attn/cli/commands.h"
 #include "attn/cli/search_options.h"
+#include "attn/cpu/threading.h"
 #include "attn/decode/captioner.h"
 #include "attn/decode/model_dir.h"
 #include "attn/image/codec.h"
-#include "attn/tensor/threading.h"
 #include "attn/viz/image_attention.h"
 
 namespace attn::cli {

@@ -14,12 +14,12 @@
 
 #include "attn/cli/commands.h"
 #include "attn/cli/search_options.h"
+#include "attn/cpu/threading.h"
 #include "attn/data/caption_corpus.h"
 #include "attn/decode/captioner.h"
 #include "attn/decode/model_dir.h"
 #include "attn/eval/caption_metrics.h"
 #include "attn/scenes/scene.h"
-#include "attn/tensor/threading.h"
 
 namespace attn::cli {
 namespace {

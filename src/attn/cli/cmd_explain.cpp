@@ -12,12 +12,12 @@
 #include "attn/cli/commands.h"
 #include "attn/cli/heatmaps.h"
 #include "attn/cli/search_options.h"
+#include "attn/cpu/threading.h"
 #include "attn/data/line_reader.h"
 #include "attn/decode/captioner.h"
 #include "attn/decode/explain.h"
 #include "attn/decode/explain_examples.h"
 #include "attn/decode/model_dir.h"
-#include "attn/tensor/threading.h"
 
 namespace attn::cli {
 

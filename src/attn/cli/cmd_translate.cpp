@@ -34,12 +34,12 @@
 #include "attn/cli/commands.h"
 #include "attn/cli/heatmaps.h"
 #include "attn/cli/search_options.h"
+#include "attn/cpu/threading.h"
 #include "attn/data/line_reader.h"
 #include "attn/decode/alignment.h"
 #include "attn/decode/attention_stats.h"
 #include "attn/decode/model_dir.h"
 #include "attn/decode/translator.h"
-#include "attn/tensor/threading.h"
 #include <filesystem>
 
 namespace attn::cli {

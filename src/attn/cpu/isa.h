@@ -1,5 +1,5 @@
 // The CPU's instruction set, chosen once at run time (the dispatch of
-// src/attn/cpu/dispatch.h reads it). attn's hot kernels are compiled three
+// src/attn/kernels/dispatch.h reads it). attn's hot kernels are compiled three
 // times, for the x86-64 psABI levels below, and the best one this CPU (and its
 // operating system, which must save the wide registers) supports is used,
 // as CTranslate2 and ggml do: a binary built anywhere runs anywhere, at the

@@ -9,7 +9,7 @@
 #include "attn/data/utf8.h"
 #include "attn/decode/captioner.h"
 #include "attn/decode/search.h"
-#include "attn/models/vocab_topk.h"
+#include "attn/kernels/vocab_topk.h"
 
 namespace attn::decode {
 namespace {

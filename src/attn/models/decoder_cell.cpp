@@ -1,5 +1,5 @@
 // One GRU / LSTM layer step of a fused decoder loop (see the header): the gate
-// kernels of nn/rnn_kernels.h over contiguous row ranges, one per thread.
+// kernels of kernels/rnn_gates.h over contiguous row ranges, one per thread.
 #include "attn/models/decoder_cell.h"
 
 #include <omp.h>
@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "attn/nn/rnn_kernels.h"
-#include "attn/tensor/threading.h"
+#include "attn/cpu/threading.h"
+#include "attn/kernels/rnn_gates.h"
 
 namespace attn::models::detail {
 namespace {

@@ -7,7 +7,7 @@
 // parallel region.
 //
 // Legend: B rows (sentences), Hd hidden size, G = 3 Hd (GRU: r, z, n) or
-// 4 Hd (LSTM: i, f, g, o), as PyTorch lays out the gate blocks (nn/rnn_kernels.h).
+// 4 Hd (LSTM: i, f, g, o), as PyTorch lays out the gate blocks (kernels/rnn_gates.h).
 #pragma once
 #include <cstdint>
 
@@ -23,7 +23,7 @@ inline int64_t gate_count(CellType cell) { return cell == CellType::Lstm ? 4 : 3
 void apply_all(const nn::StepLinear& lin, int64_t m, const float* a, int64_t lda, float* c, int64_t ldc,
                bool accumulate);
 
-// One forward step of a layer: PyTorch's GRU / LSTM equations (rnn_kernels.h).
+// One forward step of a layer: PyTorch's GRU / LSTM equations (kernels/rnn_gates.h).
 struct CellForward {
   CellType cell = CellType::Gru;
   int64_t B = 0, Hd = 0;

@@ -1,7 +1,7 @@
 // The fused Luong decoder loop: shape checks and the forward (see the header);
 // the backward is luong_decoder_backward.cpp. The loop and its cells are
 // decoder_loop.h's (shared with rnnsearch's loop), the attention rows
-// luong_kernels.h's (dot, general) and rnnsearch_kernels.h's additive rows (concat).
+// kernels/luong_rows.h's (dot, general) and kernels/rnnsearch_rows.h's additive rows (concat).
 #include "attn/models/luong_decoder.h"
 
 #include <omp.h>
@@ -12,13 +12,13 @@
 #include <string>
 
 #include "attn/attention/attention.h"
+#include "attn/cpu/threading.h"
+#include "attn/kernels/luong_rows.h"
+#include "attn/kernels/rnnsearch_rows.h"
 #include "attn/models/decoder_cell.h"
-#include "attn/models/luong_kernels.h"
 #include "attn/models/luong_loop.h"
 #include "attn/models/model_parts.h"
-#include "attn/models/rnnsearch_kernels.h"
 #include "attn/tensor/kernels.h"
-#include "attn/tensor/threading.h"
 
 namespace attn::models {
 namespace {

@@ -5,13 +5,13 @@
 #include <omp.h>
 
 
+#include "attn/cpu/threading.h"
+#include "attn/kernels/luong_rows.h"
+#include "attn/kernels/rnnsearch_rows.h"
 #include "attn/models/decoder_cell.h"
-#include "attn/models/luong_kernels.h"
 #include "attn/models/luong_loop.h"
 #include "attn/models/model_parts.h"
-#include "attn/models/rnnsearch_kernels.h"
 #include "attn/tensor/kernels.h"
-#include "attn/tensor/threading.h"
 
 namespace attn::models::detail {
 namespace {

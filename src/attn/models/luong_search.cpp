@@ -11,15 +11,15 @@
 #include <string>
 
 #include "attn/attention/attention.h"
+#include "attn/cpu/threading.h"
+#include "attn/kernels/luong_rows.h"
+#include "attn/kernels/rnn_gates.h"
+#include "attn/kernels/rnnsearch_rows.h"
 #include "attn/models/decoder_cell.h"
-#include "attn/models/luong_kernels.h"
 #include "attn/models/luong_loop.h"
 #include "attn/models/model_parts.h"
-#include "attn/models/rnnsearch_kernels.h"
 #include "attn/models/step_logits.h"
-#include "attn/nn/rnn_kernels.h"
 #include "attn/tensor/kernels.h"
-#include "attn/tensor/threading.h"
 
 namespace attn::models {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "attn/models/output_loss_kernels.h"
+#include "attn/kernels/output_loss.h"
 #include "attn/tensor/kernels.h"
 
 namespace attn::models {

@@ -6,7 +6,7 @@
 // For t = 0 .. T-1, with s_{-1} = s0 (Bahdanau et al. 2015, appendix A):
 //   e_tj = v^T tanh(W1 s_{t-1} + kp_j)   a_t = softmax_j(e_t) over j < length
 //   c_t  = sum_j a_tj h_j
-//   s_t  = GRU([emb_t; c_t], s_{t-1})    (PyTorch's GRU equations, rnn_kernels.h)
+//   s_t  = GRU([emb_t; c_t], s_{t-1})    (PyTorch's GRU equations, kernels/rnn_gates.h)
 // Outputs states s_0..s_{T-1} [T, B, Hd] and contexts c_0..c_{T-1} [T, B, Dv].
 //
 // It computes exactly what T calls of attention::additive_step + concat + the

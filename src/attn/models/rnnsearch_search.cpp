@@ -1,5 +1,5 @@
 // The fused RNNsearch search step (see the header): the phases and their
-// buffers. The per-row loops are rnnsearch_kernels.cpp, compiled per
+// buffers. The per-row loops are kernels/rnnsearch_rows.cpp, compiled per
 // instruction set; the products go through nn::StepLinear and the GRU gates
 // through rnn_kernels, both dispatched as well.
 #include "attn/models/rnnsearch_search.h"
@@ -11,13 +11,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "attn/cpu/threading.h"
+#include "attn/kernels/rnn_gates.h"
+#include "attn/kernels/rnnsearch_rows.h"
 #include "attn/models/model_parts.h"
-#include "attn/models/rnnsearch_kernels.h"
 #include "attn/models/step_logits.h"
-#include "attn/nn/rnn_kernels.h"
 #include "attn/nn/step_linear.h"
 #include "attn/tensor/kernels.h"
-#include "attn/tensor/threading.h"
 
 namespace attn::models {
 namespace {

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "attn/models/rnnsearch_kernels.h"
+#include "attn/kernels/rnnsearch_rows.h"
 
 namespace attn::models::detail {
 namespace {

@@ -1,5 +1,5 @@
 // Packed-weight step GEMM (see rnn_gemm.h): the packing and the argument
-// checks. The micro-kernel and the panel loops are rnn_gemm_kernels.cpp, an
+// checks. The micro-kernel and the panel loops are kernels/panel_gemm.cpp, an
 // ISA source compiled per instruction set.
 #include "attn/nn/rnn_gemm.h"
 

@@ -15,7 +15,7 @@
 #pragma once
 #include <cstdint>
 
-#include "attn/nn/rnn_gemm_kernels.h"  // kPanel; the kernels
+#include "attn/kernels/panel_gemm.h"  // kPanel; the kernels
 #include "attn/tensor/tensor.h"
 
 namespace attn::rnn_gemm {

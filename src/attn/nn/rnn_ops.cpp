@@ -15,11 +15,11 @@
 #include <stdexcept>
 #include <string>
 
+#include "attn/cpu/threading.h"
+#include "attn/kernels/rnn_gates.h"
 #include "attn/nn/rnn.h"
-#include "attn/nn/rnn_kernels.h"
 #include "attn/nn/rnn_recurrence.h"
 #include "attn/tensor/kernels.h"
-#include "attn/tensor/threading.h"
 
 #include <omp.h>
 

@@ -10,11 +10,14 @@
 //
 // Work is split in units of kUnit output columns, so that a caller can run
 // several products' units in one parallel loop (see models/rnnsearch_search.cpp).
+// The weight's element type is a row of step_weight_types.h (fp32 today):
+// every product goes through that row's kernels.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 
 #include "attn/nn/rnn_gemm.h"
+#include "attn/nn/step_weight_types.h"
 #include "attn/tensor/tensor.h"
 
 namespace attn::nn {
@@ -24,17 +27,19 @@ public:
   static constexpr int64_t kUnit = rnn_gemm::kPanel;  // output columns per work unit
 
   StepLinear() = default;
-  // weight [out, K], row-major; it is read at every product (unpacked) or copied
-  // now (packed), so it must stay alive and unchanged while this object is used.
-  StepLinear(const Tensor& weight, bool packed);
+  // weight [out, K], row-major fp32, prepared as `type`: read at every product
+  // (F32 unpacked) or copied now (packed), so it must stay alive and unchanged
+  // while this object is used.
+  StepLinear(const Tensor& weight, bool packed, StepWeightType type = StepWeightType::F32);
   // The products x W[:, c0:c0+cols] (x [m, rows of W]) of a backward pass, packed
   // straight from w [rows, ld] without transposing a copy first.
   static StepLinear columns_of(const Tensor& w, int64_t c0, int64_t cols);
 
-  int64_t out() const { return out_; }
-  int64_t in() const { return K_; }
-  int64_t units() const { return (out_ + kUnit - 1) / kUnit; }
-  bool packed() const { return packed_.data.defined(); }
+  int64_t out() const { return w_.out; }
+  int64_t in() const { return w_.K; }
+  int64_t units() const { return (w_.out + kUnit - 1) / kUnit; }
+  StepWeightType type() const { return w_.type; }
+  bool packed() const { return kernels_->is_packed(w_); }
 
   // c[i, o] = (c[i, o] if accumulate) + sum_k a[i, k] W[o, k] for rows i < m
   // and the outputs of units [u0, u1), i.e. o in [u0 kUnit, min(u1 kUnit, out)).
@@ -45,12 +50,11 @@ public:
   // The same for one unit u, written relative to the unit: c[i, j] for the
   // unit's j < unit_cols(u) outputs (a tile the caller post-processes in L1).
   void apply_unit(int64_t m, const float* a, int64_t lda, int64_t u, float* c, int64_t ldc) const;
-  int64_t unit_cols(int64_t u) const { return std::clamp(out_ - u * kUnit, int64_t(0), kUnit); }
+  int64_t unit_cols(int64_t u) const { return std::clamp(w_.out - u * kUnit, int64_t(0), kUnit); }
 
 private:
-  Tensor weight_;
-  rnn_gemm::PackedWeight packed_;
-  int64_t out_ = 0, K_ = 0;
+  StepWeightStorage w_;
+  const StepWeightKernels* kernels_ = &step_weight_kernels(StepWeightType::F32);
 };
 
 }  // namespace attn::nn

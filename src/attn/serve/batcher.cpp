@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "attn/tensor/threading.h"
+#include "attn/cpu/threading.h"
 
 namespace attn::serve {
 

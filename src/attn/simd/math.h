@@ -24,15 +24,15 @@
 //                     approximation of Eigen's generic_fast_tanh_float: ~6 ulp, and
 //                     about half the arithmetic of tanh (no exp, one reciprocal, which
 //                     on vectors is the ~23-bit estimate of reciprocal()). The additive
-//                     attention score v^T tanh(q + k) (attention/additive_kernels.h) is
+//                     attention score v^T tanh(q + k) (kernels/additive_math.h) is
 //                     bound by it; everything else uses tanh.
 //
-// Users: the float forms: nn/rnn_kernels.cpp (the gate activations, through
-// FastMath), tensor/elementwise_kernels.cpp (the engine's tanh / sigmoid ops),
-// models/rnnsearch_kernels.cpp (the readout's tanh); the vf forms: exp in the
-// softmaxes and log-sum-exps of attention/flash_kernels.cpp, models/output_loss_kernels.cpp,
-// models/vocab_topk.cpp and models/rnnsearch_kernels.cpp, tanh_rational in
-// attention/additive_kernels.h. tests/test_rnn_kernels.cpp sweeps the float
+// Users: the float forms: kernels/rnn_gates.cpp (the gate activations, through
+// FastMath), kernels/elementwise.cpp (the engine's tanh / sigmoid ops),
+// kernels/rnnsearch_rows.cpp (the readout's tanh); the vf forms: exp in the
+// softmaxes and log-sum-exps of kernels/flash.cpp, kernels/output_loss.cpp,
+// kernels/vocab_topk.cpp and kernels/rnnsearch_rows.cpp, tanh_rational in
+// kernels/additive_math.h. tests/test_rnn_kernels.cpp sweeps the float
 // forms against the double-precision libm. The vf forms give the float forms'
 // bits lane by lane (the same operations; checked over every float for AVX-512
 // and AVX2 + FMA); without FMA hardware the float form rounds a * b + c twice.
@@ -131,7 +131,7 @@ inline V tanh_rational(V x) {
   return mul(p, reciprocal(q));  // q >= 4.9e-3 on the clamped range: no special cases
 }
 
-// The activations of the recurrent gate kernels (nn/rnn_kernels.cpp), as a policy.
+// The activations of the recurrent gate kernels (kernels/rnn_gates.cpp), as a policy.
 struct FastMath {
   static float sigmoid(float x) { return simd::sigmoid(x); }
   static float tanh(float x) { return simd::tanh(x); }

@@ -26,12 +26,12 @@
 // functions colliding (One Definition Rule): a kernel compiled once per
 // instruction set and chosen at run time needs no change to this header.
 //
-// Users (all ISA sources, cpu/dispatch.h): attention/ (flash_kernels.cpp,
-// additive_step_kernels.cpp, additive_scores_kernels.cpp, additive_kernels.h,
-// tile_gemm.h), nn/rows_gemm.cpp, nn/rnn_gemm_kernels.cpp (ATTN_SIMD_ISA only),
-// models/ (output_loss_kernels.cpp, vocab_topk.cpp, rnnsearch_kernels.cpp),
-// tensor/softmax_kernels.cpp (ATTN_SIMD_ISA only), and through simd/math.h
-// nn/rnn_kernels.cpp and tensor/elementwise_kernels.cpp.
+// Users (all ISA sources, kernels/dispatch.h): attention/ (kernels/flash.cpp,
+// kernels/additive_step.cpp, kernels/additive_scores.cpp, kernels/additive_math.h,
+// tile_gemm.h), kernels/rows_gemm.cpp, kernels/panel_gemm.cpp (ATTN_SIMD_ISA only),
+// models/ (kernels/output_loss.cpp, vocab_topk.cpp, kernels/rnnsearch_rows.cpp),
+// kernels/softmax.cpp (ATTN_SIMD_ISA only), and through simd/math.h
+// kernels/rnn_gates.cpp and kernels/elementwise.cpp.
 #pragma once
 #include <algorithm>
 #include <bit>

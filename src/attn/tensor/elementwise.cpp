@@ -1,11 +1,11 @@
 // The element-wise tensor kernels: shapes, broadcasting and allocation. The
-// array loops are elementwise_kernels.cpp, compiled per instruction set.
+// array loops are kernels/elementwise.cpp, compiled per instruction set.
 #include <stdexcept>
 
+#include "attn/cpu/threading.h"
+#include "attn/kernels/elementwise.h"
 #include "attn/tensor/broadcast.h"
-#include "attn/tensor/elementwise_kernels.h"
 #include "attn/tensor/kernels.h"
-#include "attn/tensor/threading.h"
 
 namespace attn::kernels {
 

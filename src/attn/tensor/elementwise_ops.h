@@ -1,5 +1,5 @@
 // The element-wise operations of kernels::binary / kernels::unary (kernels.h),
-// apart so that the per-instruction-set array kernels (elementwise_kernels.h)
+// apart so that the per-instruction-set array kernels (kernels/elementwise.h)
 // name them without the Tensor API.
 #pragma once
 

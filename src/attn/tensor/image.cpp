@@ -2,8 +2,8 @@
 // convolution becomes one GEMM per chunk of images (kernels.h, "images").
 #include <algorithm>
 
+#include "attn/cpu/threading.h"
 #include "attn/tensor/kernels.h"
-#include "attn/tensor/threading.h"
 
 namespace attn::kernels {
 namespace {

@@ -2,8 +2,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "attn/cpu/threading.h"
 #include "attn/tensor/kernels.h"
-#include "attn/tensor/threading.h"
 
 namespace attn::kernels {
 

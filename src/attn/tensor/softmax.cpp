@@ -1,9 +1,9 @@
 // Softmax over the last axis: shapes and masks. The row loops are
-// softmax_kernels.cpp, compiled per instruction set.
+// kernels/softmax.cpp, compiled per instruction set.
 #include <stdexcept>
 
+#include "attn/kernels/softmax.h"
 #include "attn/tensor/kernels.h"
-#include "attn/tensor/softmax_kernels.h"
 
 namespace attn::kernels {
 

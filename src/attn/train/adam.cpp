@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "attn/tensor/threading.h"
+#include "attn/cpu/threading.h"
 #include "attn/train/optim.h"
 
 namespace attn::train {

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "attn/tensor/threading.h"
+#include "attn/cpu/threading.h"
 
 namespace attn::train {
 

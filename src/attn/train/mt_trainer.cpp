@@ -9,16 +9,16 @@
 #include <stdexcept>
 
 #include "attn/autograd/node.h"
+#include "attn/cpu/threading.h"
 #include "attn/tensor/safetensors.h"
-#include "attn/tensor/threading.h"
+#include "attn/train/caption_task.h"
+#include "attn/train/checkpoint_slot.h"
 #include "attn/train/clip_grad.h"
 #include "attn/train/optim.h"
-#include "attn/train/checkpoint_slot.h"
 #include "attn/train/run_lock.h"
 #include "attn/train/seed.h"
 #include "attn/train/train_log.h"
 #include "attn/train/training_state.h"
-#include "attn/train/caption_task.h"
 #include "attn/train/translation_task.h"
 
 namespace attn::train {

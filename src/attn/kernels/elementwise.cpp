@@ -1,10 +1,10 @@
-// Array loops of the element-wise kernels (see elementwise_kernels.h). An ISA
-// source (cpu/dispatch.h): compiled once per instruction set. The operations
+// Array loops of the element-wise kernels (see kernels/elementwise.h). An ISA
+// source (kernels/dispatch.h): compiled once per instruction set. The operations
 // are functors, so each loop is compiled (and vectorised) per operation.
-#include "attn/tensor/elementwise_kernels.h"
+#include "attn/kernels/elementwise.h"
 
+#include "attn/cpu/threading.h"
 #include "attn/simd/math.h"
-#include "attn/tensor/threading.h"
 
 namespace attn::kernels::elementwise::ATTN_SIMD_ISA {
 namespace {

@@ -1,9 +1,9 @@
-// RNNsearch's per-row kernels (see rnnsearch_kernels.h). An ISA source
-// (cpu/dispatch.h): compiled once per instruction set.
-#include "attn/models/rnnsearch_kernels.h"
+// RNNsearch's per-row kernels (see kernels/rnnsearch_rows.h). An ISA source
+// (kernels/dispatch.h): compiled once per instruction set.
+#include "attn/kernels/rnnsearch_rows.h"
 
-#include "attn/attention/additive_kernels.h"
-#include "attn/models/vocab_topk_list.h"
+#include "attn/kernels/additive_math.h"
+#include "attn/kernels/vocab_topk_list.h"
 #include "attn/simd/math.h"
 
 // GCC 12 reports the _mm256_undefined_pd() operand inside _mm512_reduce_add_ps

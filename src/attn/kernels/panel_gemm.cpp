@@ -4,13 +4,13 @@
 // and k. MR is as large as the register file allows: 12 with AVX-512 (24
 // accumulators + 2 B vectors of the 32 zmm registers), 3 with AVX2 (12 + 4 of
 // 16 ymm), 2 in the scalar build (64 float accumulators the compiler packs into
-// xmm registers). An ISA source (cpu/dispatch.h): compiled once per instruction set.
+// xmm registers). An ISA source (kernels/dispatch.h): compiled once per instruction set.
 //
 // Written on simd::vf, not on a 64-byte GCC vector type: outside AVX-512 GCC
 // lowered that type's arrays to memory and element-wise code, and the AVX2 and
 // scalar builds ran 20-60x slower (batch-64 decoding at 10-21 sentences/s
 // against 1230 with AVX-512, measured 2026-11-24).
-#include "attn/nn/rnn_gemm_kernels.h"
+#include "attn/kernels/panel_gemm.h"
 
 #include "attn/simd/vec.h"
 

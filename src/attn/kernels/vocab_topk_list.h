@@ -1,11 +1,11 @@
 // The rule of a TopKList (vocab_topk.h) as free functions of the instruction
-// set being compiled (ISA-internal header, cpu/dispatch.h): included only by
-// ISA sources (vocab_topk.cpp, rnnsearch_kernels.cpp), so that these inline
+// set being compiled (ISA-internal header, kernels/dispatch.h): included only by
+// ISA sources (vocab_topk.cpp, kernels/rnnsearch_rows.cpp), so that these inline
 // functions live in that instruction set's namespace.
 #pragma once
 #include <cstdint>
 
-#include "attn/models/vocab_topk.h"
+#include "attn/kernels/vocab_topk.h"
 #include "attn/simd/vec.h"  // ATTN_SIMD_ISA
 
 namespace attn::models::topk {

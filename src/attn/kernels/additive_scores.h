@@ -1,7 +1,7 @@
 // Kernels of the fused additive score op ("additive_scores", attention.h's
 // fused_additive_scores): e_ij = v^T tanh(qa_i + ka_j) for all query/key pairs
 // of every (b, h), and its backward, recomputing the tanh. Compiled per
-// instruction set and chosen at run time (cpu/dispatch.h): the inline functions
+// instruction set and chosen at run time (kernels/dispatch.h): the inline functions
 // below call the build for cpu::isa(). Raw pointers only; additive_scores.cpp
 // is the glue.
 //
@@ -10,7 +10,7 @@
 #pragma once
 #include <cstdint>
 
-#include "attn/cpu/dispatch.h"
+#include "attn/kernels/dispatch.h"
 
 namespace attn::attention::additive_scores_kernels {
 

@@ -1,12 +1,12 @@
 // The row kernels of output_cross_entropy and log_softmax_rows (output_loss.h),
-// compiled per instruction set (output_loss_kernels.cpp is an ISA source,
-// cpu/dispatch.h): the inline functions below call the build for cpu::isa().
+// compiled per instruction set (kernels/output_loss.cpp is an ISA source,
+// kernels/dispatch.h): the inline functions below call the build for cpu::isa().
 //
 // Legend: n rows of a logits block, V vocabulary size.
 #pragma once
 #include <cstdint>
 
-#include "attn/cpu/dispatch.h"
+#include "attn/kernels/dispatch.h"
 
 namespace attn::models::output_loss_kernels {
 

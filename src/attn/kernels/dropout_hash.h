@@ -5,7 +5,7 @@
 // materialised path draws the very same pattern (the two are compared in tests).
 //
 // Included by baseline code (mask.cpp) and by the ISA source of the fused
-// kernel (flash_kernels.cpp, compiled per instruction set, cpu/dispatch.h): the
+// kernel (kernels/flash.cpp, compiled per instruction set, kernels/dispatch.h): the
 // functions have internal linkage (an unnamed namespace), so every object keeps
 // its own copy and the linker can never bind baseline code to an AVX-512 one.
 // Integer arithmetic only: every build draws the same pattern.

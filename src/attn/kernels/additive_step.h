@@ -1,14 +1,14 @@
 // Kernels of the fused additive-attention decoder step (additive_step.h has
 // the equations and the legend: B batch, Lk source length, Qd decoder state
 // size, A attention size, Dv value size), compiled per instruction set and
-// chosen at run time (cpu/dispatch.h): the inline functions below call the
+// chosen at run time (kernels/dispatch.h): the inline functions below call the
 // build for cpu::isa(). Raw pointers only; additive_step.cpp is the glue
 // (checks, tensors, autograd, the BLAS products).
 #pragma once
 #include <cstdint>
 
 #include "attn/attention/kernel_scratch.h"
-#include "attn/cpu/dispatch.h"
+#include "attn/kernels/dispatch.h"
 
 namespace attn::attention::additive_step_kernels {
 
@@ -43,7 +43,7 @@ inline void forward(const Forward& a) { ATTN_ISA_CALL(forward, a); }
 
 // The backward of forward's rows, but for qp = W1 s (the caller's GEMMs):
 //   da_j = dc . h_j + dw_j,  dh_j = w_j dc,  de_j = w_j (da_j - sum_k w_k da_k),
-//   then through e_j = v^T tanh(qp + kp_j): dkp_j, dqp, dv (additive_kernels.h).
+//   then through e_j = v^T tanh(qp + kp_j): dkp_j, dqp, dv (kernels/additive_math.h).
 struct Backward {
   int64_t B = 0, Lk = 0, A = 0, Dv = 0;
   const float* qp = nullptr;        // [B, A]

@@ -1,8 +1,8 @@
 // Log-sum-exp and top-k of logits rows (see vocab_topk.h). An ISA source
-// (cpu/dispatch.h): compiled once per instruction set.
-#include "attn/models/vocab_topk.h"
+// (kernels/dispatch.h): compiled once per instruction set.
+#include "attn/kernels/vocab_topk.h"
 
-#include "attn/models/vocab_topk_list.h"
+#include "attn/kernels/vocab_topk_list.h"
 #include "attn/simd/math.h"
 
 // GCC 12 reports the _mm256_undefined_pd() operand inside _mm512_reduce_add_ps

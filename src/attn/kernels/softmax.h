@@ -1,5 +1,5 @@
 // The row loops of the softmax kernels (softmax.cpp), compiled per instruction
-// set (softmax_kernels.cpp is an ISA source, cpu/dispatch.h): the inline
+// set (kernels/softmax.cpp is an ISA source, kernels/dispatch.h): the inline
 // functions below call the build for cpu::isa(). Rows go parallel above
 // kParallelGrain elements in all (threading.h).
 //
@@ -7,7 +7,7 @@
 #pragma once
 #include <cstdint>
 
-#include "attn/cpu/dispatch.h"
+#include "attn/kernels/dispatch.h"
 
 namespace attn::kernels::softmax_rows {
 

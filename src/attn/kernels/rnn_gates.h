@@ -2,7 +2,7 @@
 // GRU or LSTM over the n active rows of a packed batch, forward and backward.
 // No autograd, no allocation, no threading: the driver owns the buffers, the
 // GEMMs and the threads. Compiled per instruction set and chosen at run time
-// (cpu/dispatch.h): the inline functions below call the build for cpu::isa(). A call covers the hidden units [k_begin, k_end) of
+// (kernels/dispatch.h): the inline functions below call the build for cpu::isa(). A call covers the hidden units [k_begin, k_end) of
 // every row (the driver gives each thread its own slice of hidden units, for
 // all gates of those units), so that a thread's gate pass reads only the GEMM
 // columns that thread computed itself.
@@ -21,7 +21,7 @@
 #pragma once
 #include <cstdint>
 
-#include "attn/cpu/dispatch.h"
+#include "attn/kernels/dispatch.h"
 
 namespace attn::rnn_kernels {
 

@@ -1,12 +1,12 @@
 // The array loops of the element-wise tensor kernels (elementwise.cpp),
-// compiled per instruction set (elementwise_kernels.cpp is an ISA source,
-// cpu/dispatch.h): the inline functions below call the build for cpu::isa().
+// compiled per instruction set (kernels/elementwise.cpp is an ISA source,
+// kernels/dispatch.h): the inline functions below call the build for cpu::isa().
 // The Tensor code (shapes, broadcasting, allocation) stays in elementwise.cpp.
 // Every loop goes parallel above kParallelGrain elements (threading.h).
 #pragma once
 #include <cstdint>
 
-#include "attn/cpu/dispatch.h"
+#include "attn/kernels/dispatch.h"
 #include "attn/tensor/elementwise_ops.h"
 
 namespace attn::kernels::elementwise {

@@ -1,6 +1,6 @@
 // The hot per-row loops of RNNsearch's fused decoder loop (rnnsearch_decoder.cpp,
 // training) and fused search step (rnnsearch_search.cpp), compiled per
-// instruction set (rnnsearch_kernels.cpp is an ISA source, cpu/dispatch.h): the
+// instruction set (kernels/rnnsearch_rows.cpp is an ISA source, kernels/dispatch.h): the
 // inline functions below call the build for cpu::isa(). The glue (shape checks,
 // buffers, the OpenMP phases, the products through nn::StepLinear) stays there.
 //
@@ -9,7 +9,7 @@
 #pragma once
 #include <cstdint>
 
-#include "attn/cpu/dispatch.h"
+#include "attn/kernels/dispatch.h"
 
 namespace attn::models::rnnsearch_kernels {
 
@@ -62,7 +62,7 @@ ATTN_ISA_DECLARE(void attend_row(const float* qp, const float* kp, const float* 
 // One query of an additive attention step over the first L of S keys:
 // w [S] = softmax_j(v^T tanh(qp + kp_j)) (0 for j >= L), c [Dv] = sum_j w_j h_j;
 // qp [A], kp [S, A], h [S, Dv]; next_kp [next_kp_floats] (or null) is fetched
-// into L2 meanwhile (attention/additive_kernels.h's attend_row).
+// into L2 meanwhile (kernels/additive_math.h's attend_row).
 inline void attend_row(const float* qp, const float* kp, const float* v, int64_t A, const float* h, int64_t Dv,
                        int64_t L, int64_t S, float* w, float* c, const float* next_kp = nullptr,
                        int64_t next_kp_floats = 0) {
@@ -84,7 +84,7 @@ inline void weighted_rows_add(const float* w, int64_t L, const float* rows, int6
 }
 
 // da_j = dc . h_j, dh_j += a_j dc, then de_j = a_j (da_j - sum_k a_k da_k)
-// through the score (additive_kernels.h's score_row_backward) into dkeys, dq, dv.
+// through the score (kernels/additive_math.h's score_row_backward) into dkeys, dq, dv.
 inline void attend_row_backward(const AttendBackward& a) { ATTN_ISA_CALL(attend_row_backward, a); }
 
 // t[i, c] = tanh(t[i, c]) for rows i < n (row stride ldt), columns c in [c0, c1)

@@ -1,4 +1,4 @@
-#include "attn/tensor/threading.h"
+#include "attn/cpu/threading.h"
 
 #include <omp.h>
 

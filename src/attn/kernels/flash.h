@@ -1,12 +1,12 @@
 // The fused scaled dot-product attention kernels (flash.h describes the
 // algorithm, the legend and the layouts), compiled per instruction set and
-// chosen at run time (cpu/dispatch.h): the inline functions below call the
+// chosen at run time (kernels/dispatch.h): the inline functions below call the
 // build for cpu::isa(). Raw pointers only; flash.cpp (forward, backward) is the
 // glue that packs strided keys and values and provides the scratch memory.
 #pragma once
 #include "attn/attention/flash.h"
 #include "attn/attention/kernel_scratch.h"
-#include "attn/cpu/dispatch.h"
+#include "attn/kernels/dispatch.h"
 
 namespace attn::attention::flash::kernels {
 

@@ -1,10 +1,10 @@
-// The fused additive score op's kernels (see additive_scores_kernels.h): the
-// rows of additive_kernels.h over every query/key pair. An ISA source
-// (cpu/dispatch.h): compiled once per instruction set, raw pointers only.
-#include "attn/attention/additive_scores_kernels.h"
+// The fused additive score op's kernels (see kernels/additive_scores.h): the
+// rows of kernels/additive_math.h over every query/key pair. An ISA source
+// (kernels/dispatch.h): compiled once per instruction set, raw pointers only.
+#include "attn/kernels/additive_scores.h"
 
-#include "attn/attention/additive_kernels.h"
-#include "attn/tensor/threading.h"  // kParallelGrain
+#include "attn/cpu/threading.h"  // kParallelGrain
+#include "attn/kernels/additive_math.h"
 
 namespace attn::attention::additive_scores_kernels::ATTN_SIMD_ISA {
 

@@ -1,14 +1,14 @@
 // Fused scaled dot-product attention: the forward and backward kernels (flash.h
-// describes the algorithm, flash_kernels.h the interface). An ISA source
-// (cpu/dispatch.h): compiled once per instruction set, raw pointers only (no
+// describes the algorithm, kernels/flash.h the interface). An ISA source
+// (kernels/dispatch.h): compiled once per instruction set, raw pointers only (no
 // Tensor, no std:: templates; the helpers below stand in for std::min, std::fill).
-#include "attn/attention/flash_kernels.h"
+#include "attn/kernels/flash.h"
 
 #include <omp.h>
 
-#include "attn/attention/dropout_hash.h"
-#include "attn/attention/tile_gemm.h"
-#include "attn/attention/transpose.h"
+#include "attn/kernels/dropout_hash.h"
+#include "attn/kernels/tile_gemm.h"
+#include "attn/kernels/transpose.h"
 #include "attn/simd/math.h"
 
 namespace attn::attention::flash::kernels::ATTN_SIMD_ISA {

@@ -1,13 +1,13 @@
 // The fused additive-attention decoder step: query projection, forward and
-// backward rows (see additive_step_kernels.h). An ISA source (cpu/dispatch.h):
+// backward rows (see kernels/additive_step.h). An ISA source (kernels/dispatch.h):
 // compiled once per instruction set, raw pointers only.
-#include "attn/attention/additive_step_kernels.h"
+#include "attn/kernels/additive_step.h"
 
-#include "attn/attention/additive_kernels.h"
-#include "attn/attention/tile_gemm.h"
-#include "attn/attention/transpose.h"
+#include "attn/cpu/threading.h"  // kParallelGrain
+#include "attn/kernels/additive_math.h"
+#include "attn/kernels/tile_gemm.h"
+#include "attn/kernels/transpose.h"
 #include "attn/simd/vec.h"
-#include "attn/tensor/threading.h"  // kParallelGrain
 
 namespace attn::attention::additive_step_kernels::ATTN_SIMD_ISA {
 namespace {

@@ -1,7 +1,7 @@
 // Gate kernels: one fused pass over [n, k_begin:k_end] per step (see
-// rnn_kernels.h for the equations); the hidden axis is a SIMD loop. An ISA
-// source (cpu/dispatch.h): compiled once per instruction set.
-#include "attn/nn/rnn_kernels.h"
+// kernels/rnn_gates.h for the equations); the hidden axis is a SIMD loop. An ISA
+// source (kernels/dispatch.h): compiled once per instruction set.
+#include "attn/kernels/rnn_gates.h"
 
 #include "attn/simd/math.h"
 

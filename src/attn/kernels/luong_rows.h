@@ -1,8 +1,8 @@
 // The per-row attention of Luong's dot-product scores (dot, general: the keys
 // are W_a h̄ then) in the fused decoder loop (luong_decoder.cpp, training) and
 // search step (luong_search.cpp), global or over a local window, with
-// local-p's Gaussian; compiled per instruction set (luong_kernels.cpp is an
-// ISA source, cpu/dispatch.h): the inline functions call the build for cpu::isa().
+// local-p's Gaussian; compiled per instruction set (kernels/luong_rows.cpp is an
+// ISA source, kernels/dispatch.h): the inline functions call the build for cpu::isa().
 //
 // Legend: K key size, Dv value size, S source length (padded); the row
 // attends to the keys [lo, hi) (a local window clipped to the sentence's
@@ -13,7 +13,7 @@
 #pragma once
 #include <cstdint>
 
-#include "attn/cpu/dispatch.h"
+#include "attn/kernels/dispatch.h"
 
 namespace attn::models::luong_kernels {
 

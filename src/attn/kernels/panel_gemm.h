@@ -1,11 +1,11 @@
 // The micro-kernel and panel loops of rnn_gemm (rnn_gemm.h), compiled per
-// instruction set (rnn_gemm_kernels.cpp is an ISA source, cpu/dispatch.h): the
+// instruction set (kernels/panel_gemm.cpp is an ISA source, kernels/dispatch.h): the
 // inline functions below call the build for cpu::isa(). rnn_gemm.cpp (glue)
 // packs the weights and checks the arguments.
 #pragma once
 #include <cstdint>
 
-#include "attn/cpu/dispatch.h"
+#include "attn/kernels/dispatch.h"
 
 namespace attn::rnn_gemm {
 

@@ -14,7 +14,7 @@
 #pragma once
 #include <cstdint>
 
-#include "attn/cpu/dispatch.h"
+#include "attn/kernels/dispatch.h"
 
 namespace attn::rows_gemm {
 
@@ -24,7 +24,7 @@ constexpr int64_t kMaxRows = 8;  // rows per pass over W (more rows: one pass pe
 // for rows i < m and outputs o in [o0, o1).
 // A [m, K] with row stride lda, W [>= o1, K] with row stride ldw, C [m, >= o1]
 // with row stride ldc. Any m >= 0, K >= 0.
-// Compiled per instruction set, the build for cpu::isa() is called (cpu/dispatch.h).
+// Compiled per instruction set, the build for cpu::isa() is called (kernels/dispatch.h).
 ATTN_ISA_DECLARE(void gemm_wt(int64_t m, int64_t K, const float* a, int64_t lda, const float* w, int64_t ldw,
                               int64_t o0, int64_t o1, float* c, int64_t ldc, bool accumulate);)
 inline void gemm_wt(int64_t m, int64_t K, const float* a, int64_t lda, const float* w, int64_t ldw, int64_t o0,

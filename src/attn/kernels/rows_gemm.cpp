@@ -4,7 +4,7 @@
 // (L1-resident), then does M x J FMAs. J = 4 for up to 4 rows and J = 2 above
 // keep the accumulators, the J weight vectors and one activation vector within
 // the 32 (AVX-512) vector registers.
-#include "attn/nn/rows_gemm.h"
+#include "attn/kernels/rows_gemm.h"
 
 #include <algorithm>
 

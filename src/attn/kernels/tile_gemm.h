@@ -14,7 +14,7 @@
 
 #include "attn/simd/vec.h"
 
-// ISA-internal (cpu/dispatch.h): included only by ISA sources, so its inline
+// ISA-internal (kernels/dispatch.h): included only by ISA sources, so its inline
 // functions live in the namespace of the instruction set being compiled.
 namespace attn::attention::detail {
 inline namespace ATTN_SIMD_ISA {

@@ -1,9 +1,9 @@
-// Row loops of the softmax kernels (see softmax_kernels.h). An ISA source
-// (cpu/dispatch.h): compiled once per instruction set.
-#include "attn/tensor/softmax_kernels.h"
+// Row loops of the softmax kernels (see kernels/softmax.h). An ISA source
+// (kernels/dispatch.h): compiled once per instruction set.
+#include "attn/kernels/softmax.h"
 
+#include "attn/cpu/threading.h"
 #include "attn/simd/vec.h"  // ATTN_SIMD_ISA
-#include "attn/tensor/threading.h"
 
 namespace attn::kernels::softmax_rows::ATTN_SIMD_ISA {
 

@@ -1,10 +1,10 @@
-// Row kernels of the fused output loss (see output_loss_kernels.h). An ISA
-// source (cpu/dispatch.h): compiled once per instruction set.
-#include "attn/models/output_loss_kernels.h"
+// Row kernels of the fused output loss (see kernels/output_loss.h). An ISA
+// source (kernels/dispatch.h): compiled once per instruction set.
+#include "attn/kernels/output_loss.h"
 
-#include "attn/models/vocab_topk.h"
+#include "attn/cpu/threading.h"
+#include "attn/kernels/vocab_topk.h"
 #include "attn/simd/math.h"
-#include "attn/tensor/threading.h"
 
 // GCC 12 reports the _mm256_undefined_pd() operand inside _mm512_reduce_add_ps
 // as uninitialised where it inlines here (the false positive simd/vec.h describes).

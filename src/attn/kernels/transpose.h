@@ -8,7 +8,7 @@
 #include <immintrin.h>
 #endif
 
-// ISA-internal (cpu/dispatch.h): included only by ISA sources, so its inline
+// ISA-internal (kernels/dispatch.h): included only by ISA sources, so its inline
 // functions live in the namespace of the instruction set being compiled.
 namespace attn::attention::detail {
 inline namespace ATTN_SIMD_ISA {

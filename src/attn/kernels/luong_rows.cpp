@@ -1,8 +1,8 @@
-// Luong's dot-score attention rows (see luong_kernels.h). An ISA source
-// (cpu/dispatch.h): compiled once per instruction set; no std:: function.
-#include "attn/models/luong_kernels.h"
+// Luong's dot-score attention rows (see kernels/luong_rows.h). An ISA source
+// (kernels/dispatch.h): compiled once per instruction set; no std:: function.
+#include "attn/kernels/luong_rows.h"
 
-#include "attn/attention/additive_kernels.h"
+#include "attn/kernels/additive_math.h"
 #include "attn/simd/math.h"
 
 // GCC 12 reports the _mm256_undefined_pd() operand inside _mm512_reduce_add_ps

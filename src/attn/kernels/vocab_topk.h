@@ -8,13 +8,13 @@
 // x_v - lse in float with lse = max + log(sum exp(x - max)), so a token's
 // log-probability is bit-identical whichever of the two computed it.
 //
-// Compiled per instruction set (vocab_topk.cpp is an ISA source, cpu/dispatch.h):
+// Compiled per instruction set (vocab_topk.cpp is an ISA source, kernels/dispatch.h):
 // the functions below call the build for cpu::isa(); ISA sources call their own
 // build's directly, and use the list's insert / enters rule of vocab_topk_list.h.
 #pragma once
 #include <cstdint>
 
-#include "attn/cpu/dispatch.h"
+#include "attn/kernels/dispatch.h"
 
 namespace attn::models {
 

@@ -1,11 +1,11 @@
 // Row kernels of the additive score e = v^T tanh(qp + kp), shared by the fused
-// decoder step (additive_step_kernels.cpp), the fused score op
-// (additive_scores_kernels.cpp) and the rnnsearch decoder's training loop and
+// decoder step (kernels/additive_step.cpp), the fused score op
+// (kernels/additive_scores.cpp) and the rnnsearch decoder's training loop and
 // search step (models/) (internal header).
 //
 // No std:: function here (std::max, std::fill, std::tanh, ...: inline functions
 // outside the ISA namespace, which an ISA source must not instantiate,
-// cpu/dispatch.h): the builtins and plain loops below are what they expand to.
+// kernels/dispatch.h): the builtins and plain loops below are what they expand to.
 #pragma once
 #include <cstdint>
 
@@ -15,7 +15,7 @@
 #include <xmmintrin.h>
 #endif
 
-// ISA-internal (cpu/dispatch.h): included only by ISA sources, so its inline
+// ISA-internal (kernels/dispatch.h): included only by ISA sources, so its inline
 // functions live in the namespace of the instruction set being compiled.
 namespace attn::attention::detail {
 inline namespace ATTN_SIMD_ISA {
