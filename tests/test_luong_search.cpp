@@ -10,8 +10,8 @@
 
 #include "attn/cpu/threading.h"
 #include "attn/decode/search.h"
-#include "attn/models/luong.h"
-#include "attn/models/luong_search.h"
+#include "attn/models/luong/luong.h"
+#include "attn/models/luong/luong_search.h"
 #include "step_top_check.h"
 #include "tiny_models.h"
 

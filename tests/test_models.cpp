@@ -10,7 +10,7 @@
 #include "attn/models/config.h"
 #include "attn/attention/additive_step.h"
 #include "attn/models/output_loss.h"
-#include "attn/models/rnnsearch_decoder.h"
+#include "attn/models/rnnsearch/rnnsearch_decoder.h"
 #include "attn/nn/rnn.h"
 #include "attn/models/seq2seq.h"
 #include "attention_reference.h"

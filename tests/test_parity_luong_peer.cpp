@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "attn/autograd/node.h"
-#include "attn/models/luong.h"
+#include "attn/models/luong/luong.h"
 #include "oracle.h"
 
 namespace attn::testing {

@@ -21,7 +21,7 @@
 #include "attn/kernels/rows_gemm.h"
 #include "attn/kernels/vocab_topk.h"
 #include "attn/models/output_loss.h"
-#include "attn/models/rnnsearch_search.h"
+#include "attn/models/rnnsearch/rnnsearch_search.h"
 #include "attn/models/seq2seq.h"
 #include "attn/nn/step_linear.h"
 #include "attn/tensor/random.h"

@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "attn/autograd/node.h"
-#include "attn/models/show_attend_tell.h"
+#include "attn/models/show_attend_tell/show_attend_tell.h"
 #include "caption_run.h"
 #include "compare.h"
 

@@ -12,7 +12,7 @@
 
 #include "attn/autograd/ops.h"
 #include "attn/data/line_reader.h"
-#include "attn/models/rnnsearch.h"
+#include "attn/models/rnnsearch/rnnsearch.h"
 #include "attn/nn/multihead.h"
 #include "attn/train/mt_trainer.h"
 #include "caption_run.h"

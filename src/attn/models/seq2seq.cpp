@@ -13,11 +13,11 @@
 #include "attn/autograd/ops.h"
 #include "attn/cpu/threading.h"
 #include "attn/kernels/vocab_topk.h"
-#include "attn/models/luong.h"
+#include "attn/models/luong/luong.h"
 #include "attn/models/model_parts.h"
 #include "attn/models/output_loss.h"
-#include "attn/models/rnnsearch.h"
-#include "attn/models/show_attend_tell.h"
+#include "attn/models/rnnsearch/rnnsearch.h"
+#include "attn/models/show_attend_tell/show_attend_tell.h"
 
 namespace attn::models {
 

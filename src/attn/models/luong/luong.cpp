@@ -1,4 +1,4 @@
-#include "attn/models/luong.h"
+#include "attn/models/luong/luong.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -7,8 +7,8 @@
 #include "attn/attention/attention.h"
 #include "attn/autograd/ops_sequence.h"
 #include "attn/models/model_parts.h"
-#include "attn/models/luong_decoder.h"
-#include "attn/models/luong_search.h"
+#include "attn/models/luong/luong_decoder.h"
+#include "attn/models/luong/luong_search.h"
 #include "attn/models/output_loss.h"
 
 namespace attn::models {

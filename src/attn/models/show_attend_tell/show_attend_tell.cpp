@@ -1,4 +1,4 @@
-#include "attn/models/show_attend_tell.h"
+#include "attn/models/show_attend_tell/show_attend_tell.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,12 +1,12 @@
-#include "attn/models/rnnsearch.h"
+#include "attn/models/rnnsearch/rnnsearch.h"
 
 #include <stdexcept>
 
 #include "attn/attention/additive_step.h"
 #include "attn/models/model_parts.h"
 #include "attn/models/output_loss.h"
-#include "attn/models/rnnsearch_decoder.h"
-#include "attn/models/rnnsearch_search.h"
+#include "attn/models/rnnsearch/rnnsearch_decoder.h"
+#include "attn/models/rnnsearch/rnnsearch_search.h"
 
 namespace attn::models {
 
