@@ -240,6 +240,54 @@ TEST(ModelConfig, UnknownKeysAndBadValuesNameTheKey) {
   EXPECT_THROW(models::model_config_from_json(R"({"embed": 2.5})"), std::invalid_argument);
 }
 
+// Model files written before the kinds had config sections carry every flat
+// field of every kind: each kind still reads them (its own keys, the others'
+// as legacy keys, checked as before and ignored) and writes its own only.
+TEST(ModelConfig, FilesWithEveryFlatFieldStillLoad) {
+  const std::string text_fields =
+      R"("src_vocab": 50, "tgt_vocab": 60, "embed": 8, "encoder_hidden": 6, "encoder_layers": 1,
+         "bidirectional": true, "decoder_hidden": 12, "decoder_layers": 1, "attention": 5, "score": "general",
+         "window": "global", "window_half_width": 10, "readout": 8, "decoder_init": "mean", "dropout": 0.1,
+         "tied_embeddings": "none", "pad_id": 0, "bos_id": 1, "eos_id": 2, "unk_id": 3)";
+  for (const char* type : {"rnnsearch", "luong"}) {
+    SCOPED_TRACE(type);
+    const ModelConfig c = models::model_config_from_json(std::string(R"({"type": ")") + type + R"(", "cell": "gru", )" +
+                                                         text_fields + "}");
+    EXPECT_NO_THROW(models::validate(c));
+    EXPECT_EQ(rnn_of(c).decoder_hidden, 12);
+    const std::string written = models::to_json(c);
+    EXPECT_EQ(written.find("\"readout\"") != std::string::npos, std::string(type) == "rnnsearch") << written;
+    EXPECT_EQ(written.find("\"score\"") != std::string::npos, std::string(type) == "luong") << written;
+    EXPECT_EQ(models::to_json(models::model_config_from_json(written)), written);
+  }
+  const std::string captioner =
+      R"({"type": "show_attend_tell", "src_vocab": 0, "tgt_vocab": 9, "embed": 6, "encoder_hidden": 256,
+          "encoder_layers": 1, "bidirectional": true, "decoder_hidden": 7, "decoder_layers": 1, "cell": "lstm",
+          "attention": 5, "score": "general", "window": "global", "window_half_width": 10, "readout": 256,
+          "decoder_init": "mean", "dropout": 0, "tied_embeddings": "none", "pad_id": 0, "bos_id": 1, "eos_id": 2,
+          "unk_id": 3, "image_size": 8, "grid": 2, "cnn_channels": 8, "cnn_context_blocks": 0,
+          "image_attention": "hard", "attention_reg": 1, "reinforce_weight": 1, "entropy_bonus": 0.01,
+          "baseline_decay": 0.9, "hard_expected_prob": 0.5})";
+  const ModelConfig c = models::model_config_from_json(captioner);
+  EXPECT_NO_THROW(models::validate(c));
+  EXPECT_EQ(captioner_of(c).image_attention, models::ImageAttention::Hard);
+  EXPECT_EQ(models::to_json(c).find("encoder_hidden"), std::string::npos);
+  // the legacy keys keep their checks: types, bounds, and the captioner's one LSTM layer
+  auto error_of = [](const std::string& json) {
+    try {
+      models::validate(models::model_config_from_json(json));
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(error_of(R"({"type": "rnnsearch", "window_half_width": -1})").find("window_half_width"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "rnnsearch", "score": "cosine"})").find("model.score"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "show_attend_tell", "cell": "gru"})").find("cell"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "show_attend_tell", "decoder_layers": 2})").find("decoder_layers"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "luong", "colour": 3})").find("model.colour: unknown key"), std::string::npos);
+}
+
 TEST(ModelConfig, JsonRoundTripAndValidation) {
   ModelConfig c = models::model_config("luong");
   c.src_vocab = 50;
