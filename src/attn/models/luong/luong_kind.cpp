@@ -18,13 +18,6 @@ const std::vector<std::pair<std::string, LuongScore>> kScores = {
 const std::vector<std::pair<std::string, LuongWindow>> kWindows = {
     {"global", LuongWindow::Global}, {"local-m", LuongWindow::LocalM}, {"local-p", LuongWindow::LocalP}};
 
-template <class E>
-const char* lookup(const std::vector<std::pair<std::string, E>>& names, E e) {
-  for (const auto& [n, v] : names)
-    if (v == e) return n.c_str();
-  return "?";
-}
-
 void read_section(config::ObjectReader& r, const nlohmann::json&, ModelConfig& c) {
   auto s = std::make_unique<LuongConfig>();
   read_rnn_section(r, *s);
@@ -73,8 +66,8 @@ AttentionDescription describe_section(const ModelConfig& c) {
 
 }  // namespace
 
-const char* name(LuongScore s) { return lookup(kScores, s); }
-const char* name(LuongWindow w) { return lookup(kWindows, w); }
+const char* name(LuongScore s) { return enum_name(kScores, s); }
+const char* name(LuongWindow w) { return enum_name(kWindows, w); }
 
 ModelKind luong_kind() {
   return {.name = "luong",

@@ -13,17 +13,10 @@ const std::vector<std::pair<std::string, CellType>> kCells = {{"gru", CellType::
 const std::vector<std::pair<std::string, DecoderInit>> kInits = {
     {"mean", DecoderInit::Mean}, {"backward", DecoderInit::Backward}, {"zero", DecoderInit::Zero}};
 
-template <class E>
-const char* lookup(const std::vector<std::pair<std::string, E>>& names, E e) {
-  for (const auto& [n, v] : names)
-    if (v == e) return n.c_str();
-  return "?";
-}
-
 }  // namespace
 
-const char* name(CellType t) { return lookup(kCells, t); }
-const char* name(DecoderInit d) { return lookup(kInits, d); }
+const char* name(CellType t) { return enum_name(kCells, t); }
+const char* name(DecoderInit d) { return enum_name(kInits, d); }
 
 void read_rnn_section(config::ObjectReader& r, RnnConfig& s) {
   s.encoder_hidden = r.get_int("encoder_hidden", s.encoder_hidden);

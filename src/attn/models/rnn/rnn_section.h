@@ -2,6 +2,9 @@
 // validators (internal: the kinds' *_kind.cpp).
 #pragma once
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -9,6 +12,14 @@
 #include "attn/models/rnn/rnn_config.h"
 
 namespace attn::models {
+
+// The name of `e` in a table of names (as ObjectReader::get_enum reads them), "?" if absent.
+template <class E>
+const char* enum_name(const std::vector<std::pair<std::string, E>>& names, E e) {
+  for (const auto& [n, v] : names)
+    if (v == e) return n.c_str();
+  return "?";
+}
 
 // Reads / writes RnnConfig's keys (the file comment of rnn_config.h), in the order files have always had them.
 void read_rnn_section(config::ObjectReader& r, RnnConfig& s);

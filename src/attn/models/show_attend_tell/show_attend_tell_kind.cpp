@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "attn/models/kinds.h"
+#include "attn/models/rnn/rnn_section.h"
 #include "attn/models/show_attend_tell/show_attend_tell.h"
 #include "attn/models/show_attend_tell/show_attend_tell_config.h"
 
@@ -101,11 +102,7 @@ int64_t cnn_blocks(const ShowAttendTellConfig& s) {
   return blocks;
 }
 
-const char* name(ImageAttention a) {
-  for (const auto& [n, v] : kImageAttention)
-    if (v == a) return n.c_str();
-  return "?";
-}
+const char* name(ImageAttention a) { return enum_name(kImageAttention, a); }
 
 ModelKind show_attend_tell_kind() {
   return {.name = "show_attend_tell",
