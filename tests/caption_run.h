@@ -5,6 +5,8 @@
 #include <string>
 
 #include "attn/models/config.h"
+#include "attn/models/kinds.h"
+#include "attn/models/show_attend_tell/show_attend_tell_config.h"
 #include "attn/scenes/dataset.h"
 
 namespace attn::testing {
@@ -51,19 +53,18 @@ inline std::string caption_config(const std::string& json, const std::string& ou
 // A tiny captioner's config: 8x8 images, 2x2 grid (2 CNN blocks of 8 and 16
 // channels), E 6, Hd 7, A 5, V 9, no dropout (the shapes of tests/oracle/show_attend_tell.py).
 inline models::ModelConfig tiny_captioner_config(models::ImageAttention a) {
-  models::ModelConfig c;
-  c.type = models::ModelType::ShowAttendTell;
+  models::ModelConfig c = models::model_config("show_attend_tell");
   c.src_vocab = 0;
   c.tgt_vocab = 9;
-  c.cell = models::CellType::Lstm;
-  c.image_size = 8;
-  c.grid = 2;
-  c.cnn_channels = 8;
+  models::ShowAttendTellConfig& s = c.section<models::ShowAttendTellConfig>();
+  s.image_size = 8;
+  s.grid = 2;
+  s.cnn_channels = 8;
   c.embed = 6;
-  c.decoder_hidden = 7;
-  c.attention = 5;
+  s.decoder_hidden = 7;
+  s.attention = 5;
   c.dropout = 0;
-  c.image_attention = a;
+  s.image_attention = a;
   return c;
 }
 

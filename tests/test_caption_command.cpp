@@ -6,6 +6,8 @@
 #include "attn/data/toy_tasks.h"
 #include "attn/data/vocab.h"
 #include "attn/image/codec.h"
+#include "attn/models/kinds.h"
+#include "attn/models/rnnsearch/rnnsearch_config.h"
 #include "attn/models/seq2seq.h"
 #include "attn/train/checkpoint.h"
 #include "caption_run.h"
@@ -27,10 +29,11 @@ void write_translation_run(const std::string& run) {
   v.vocab_size = 40;
   data::SubwordVocab::train({&c.src}, run + "/vocab.src.model", v);
   data::SubwordVocab::train({&c.tgt}, run + "/vocab.tgt.model", v);
-  models::ModelConfig m;
+  models::ModelConfig m = models::model_config("rnnsearch");
   m.src_vocab = m.tgt_vocab = 40;
-  m.embed = m.encoder_hidden = m.attention = m.readout = 8;
-  m.decoder_hidden = 16;
+  models::RnnSearchConfig& r = m.section<models::RnnSearchConfig>();
+  m.embed = r.encoder_hidden = r.attention = r.readout = 8;
+  r.decoder_hidden = 16;
   Rng init(1);
   train::save_model(run + "/model.safetensors", *models::make_model(m, init, 0), models::to_json(m));
 }

@@ -58,7 +58,7 @@ TEST(CaptionE2E, SoftAttentionLearnsGeneratedScenes) {
   // the run directory loads for decoding (no source vocabulary), not as a translation model
   const decode::TranslationModel tm = decode::load_model_dir(out);
   EXPECT_EQ(tm.src_vocab, nullptr);
-  EXPECT_EQ(tm.model->config().type, models::ModelType::ShowAttendTell);
+  EXPECT_EQ(tm.model->config().type, "show_attend_tell");
   EXPECT_THROW(decode::load_translation_model(out), std::runtime_error);
   // and the searches caption images with it unchanged
   const data::CaptionCorpus corpus = data::read_caption_corpus(json, dir.path + "/scenes");

@@ -10,6 +10,7 @@
 
 #include "attn/decode/captioner.h"
 #include "attn/image/codec.h"
+#include "attn/models/kinds.h"
 #include "attn/viz/image_attention.h"
 #include "train_test_util.h"
 
@@ -188,11 +189,8 @@ TEST(Captioner, PiecesMergeIntoWordsWithTheMeanOfTheirRows) {
 }
 
 TEST(Captioner, TextModelsHaveNoImageInput) {
-  models::ModelConfig c;
-  for (models::ModelType t : {models::ModelType::RnnSearch, models::ModelType::Luong}) {
-    c.type = t;
-    EXPECT_FALSE(decode::image_model_input(c).has_value()) << models::name(t);
-  }
+  for (const char* t : {"rnnsearch", "luong"})
+    EXPECT_FALSE(decode::image_model_input(models::model_config(t)).has_value()) << t;
 }
 
 }  // namespace

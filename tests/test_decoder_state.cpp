@@ -3,7 +3,9 @@
 // causal self-attention layer over the decoder's own previous inputs, whose
 // keys and values a search caches ([max_rows, max_steps, D], position t
 // written at step t), plus cross-attention over the encoder's named tensors.
-// Its own StepDecoder runs through the real greedy_search / beam_search:
+// It is registered in the table of kinds (models/kinds.h) as
+// "test_cached_attention" and built by make_model from a config JSON naming
+// that type; its own StepDecoder runs through the real greedy_search / beam_search:
 //   (a) the cached step equals step(), which recomputes the whole prefix;
 //   (b) beam 1 equals greedy;
 //   (c) beam search, whose gathers reorder the cache, equals a reference beam
@@ -24,6 +26,7 @@
 
 #include "attn/autograd/node.h"
 #include "attn/decode/search.h"
+#include "attn/models/kinds.h"
 #include "attn/models/seq2seq.h"
 #include "attn/tensor/random.h"
 #include "reference_beam.h"
@@ -188,13 +191,22 @@ private:
   models::StepTop out_;
 };
 
+// The kind's config section: {"type": "test_cached_attention", "cached": true | false, ...}.
+struct CachedAttentionConfig : models::KindConfig {
+  bool cached = true;  // searches run the cached decoder (false: the default decoder over step())
+  std::unique_ptr<models::KindConfig> clone() const override { return std::make_unique<CachedAttentionConfig>(*this); }
+};
+
 // The model kind. step() is the reference: its state is the prefix of input
 // tokens ("prefix" [N, kPrefix], position t written at step t), and it
 // recomputes every position's keys and values from it. With cached = false
 // the searches run it through the default decoder (seq2seq.cpp).
 class CachedAttentionModel : public models::Seq2SeqModel {
 public:
-  explicit CachedAttentionModel(bool cached) : Seq2SeqModel(make_config(), 0), w_(7), cached_(cached) { train(false); }
+  explicit CachedAttentionModel(const models::ModelConfig& c)
+      : Seq2SeqModel(c, 0), w_(7), cached_(c.section<CachedAttentionConfig>().cached) {
+    train(false);
+  }
 
   // src [B, S] ids -> memory {cross_keys_0, cross_values_0 [B, S, D], lengths [B]}, state {prefix [B, kPrefix]}
   models::Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const override {
@@ -251,15 +263,59 @@ public:
   mutable Sizes sizes;  // the last search's
 
 private:
-  static models::ModelConfig make_config() {
-    models::ModelConfig c;
-    c.src_vocab = kSrcVocab;
-    c.tgt_vocab = kVocab;
-    return c;
-  }
   Weights w_;
   bool cached_;
 };
+
+// The kind's row of the table, added once per process.
+void register_cached_attention_kind() {
+  static const bool registered = [] {
+    models::ModelKind k;
+    k.name = "test_cached_attention";
+    k.read = [](config::ObjectReader& r, const nlohmann::json&, models::ModelConfig& c) {
+      auto s = std::make_unique<CachedAttentionConfig>();
+      s->cached = r.get_bool("cached", s->cached);
+      c.kind = models::KindSection(std::move(s));
+    };
+    k.write = [](const models::ModelConfig& c, nlohmann::ordered_json& j) {
+      j["cached"] = c.section<CachedAttentionConfig>().cached;
+    };
+    k.validate = [](const models::ModelConfig& c) { (void)c.section<CachedAttentionConfig>(); };
+    k.min_parameter_count = [](const models::ModelConfig&) { return int64_t(0); };  // its weights are not parameters
+    k.make = [](const models::ModelConfig& c, Rng&, uint64_t) -> std::unique_ptr<models::Seq2SeqModel> {
+      return std::make_unique<CachedAttentionModel>(c);
+    };
+    k.section = [] { return std::make_unique<CachedAttentionConfig>(); };
+    models::register_model_kind(std::move(k));
+    return true;
+  }();
+  (void)registered;
+}
+
+// The model, built as any model is: make_model over a config JSON naming its type.
+std::unique_ptr<CachedAttentionModel> make_cached_model(bool cached) {
+  register_cached_attention_kind();
+  const models::ModelConfig c = models::model_config_from_json(
+      std::string(R"({"type": "test_cached_attention", "src_vocab": )") + std::to_string(kSrcVocab) +
+      R"(, "tgt_vocab": )" + std::to_string(kVocab) + R"(, "cached": )" + (cached ? "true" : "false") + "}");
+  Rng init(0);
+  std::unique_ptr<models::Seq2SeqModel> m = models::make_model(c, init, 0);
+  auto* typed = dynamic_cast<CachedAttentionModel*>(m.get());
+  if (!typed) throw std::logic_error("make_model did not build the registered kind");
+  m.release();
+  return std::unique_ptr<CachedAttentionModel>(typed);
+}
+
+TEST(DecoderState, TheTestKindIsRegisteredAndBuiltFromItsConfig) {
+  const auto model = make_cached_model(false);
+  EXPECT_EQ(model->config().type, "test_cached_attention");
+  const auto names = models::model_kind_names();
+  EXPECT_NE(std::find(names.begin(), names.end(), "test_cached_attention"), names.end());
+  const std::string json = models::to_json(model->config());
+  EXPECT_NE(json.find(R"("cached":false)"), std::string::npos) << json;
+  EXPECT_EQ(models::to_json(models::model_config_from_json(json)), json);
+  EXPECT_THROW(models::register_model_kind(models::model_kind("test_cached_attention")), std::invalid_argument);  // taken
+}
 
 struct Batch {
   Tensor src;
@@ -301,7 +357,8 @@ void expect_same(const std::vector<decode::SearchResult>& x, const std::vector<d
 // filled step by step, against step()'s recomputation of the whole prefix.
 TEST(DecoderState, CachedStepEqualsRecomputedPrefix) {
   NoGradGuard no_grad;
-  CachedAttentionModel model(true);
+  const auto model_ptr = make_cached_model(true);
+  CachedAttentionModel& model = *model_ptr;
   const Batch b = batch();
   models::Encoded e = model.encode(b.src, b.lengths);
   const std::vector<int64_t> rows = {2, 2, 0, 3, 1, 1, 0};
@@ -333,7 +390,8 @@ TEST(DecoderState, CachedStepEqualsRecomputedPrefix) {
 // (a) and (b) through the real searches: the cached decoder against the
 // default one over step() (greedy and beam 3), and beam 1 against greedy.
 TEST(DecoderState, SearchesWithTheCacheEqualSearchesThatRecompute) {
-  CachedAttentionModel cached(true), recompute(false);
+  const auto cached_ptr = make_cached_model(true), recompute_ptr = make_cached_model(false);
+  CachedAttentionModel &cached = *cached_ptr, &recompute = *recompute_ptr;
   const Batch b = batch();
   const auto greedy = decode::greedy_search(cached, b.src, b.lengths, options(1));
   expect_same(greedy, decode::greedy_search(recompute, b.src, b.lengths, options(1)));
@@ -370,7 +428,8 @@ std::vector<decode::Hypothesis> reference_beam(const CachedAttentionModel& m, co
 }
 
 TEST(DecoderState, ReorderedCacheEqualsBeamSearchOverFullPrefixes) {
-  CachedAttentionModel model(true);
+  const auto model_ptr = make_cached_model(true);
+  CachedAttentionModel& model = *model_ptr;
   const Batch b = batch();
   for (int beam : {2, 3, 5}) {
     SCOPED_TRACE("beam " + std::to_string(beam));
@@ -396,7 +455,8 @@ TEST(DecoderState, ReorderedCacheEqualsBeamSearchOverFullPrefixes) {
 // The search sizes the state once: max_rows = B * beam, max_steps from the
 // options and the longest source; the decoder never sees more rows.
 TEST(DecoderState, SearchSizesTheStateOnce) {
-  CachedAttentionModel model(true);
+  const auto model_ptr = make_cached_model(true);
+  CachedAttentionModel& model = *model_ptr;
   const Batch b = batch();
   decode::SearchOptions o = options(3);
   o.max_len_ratio = 1.0, o.max_len_offset = 2;  // the longest source (5) allows 7 steps

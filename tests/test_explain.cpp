@@ -18,6 +18,7 @@
 #include "attn/viz/heatmap.h"
 #include "oracle.h"
 #include "toy_run.h"
+#include "tiny_models.h"
 #include "train_test_util.h"
 
 namespace attn::testing {
@@ -28,31 +29,38 @@ using models::LuongScore;
 using models::LuongWindow;
 using models::ModelConfig;
 
-ModelConfig small(models::ModelType type, LuongScore score = LuongScore::General, LuongWindow window = LuongWindow::Global) {
-  ModelConfig c;
-  c.type = type;
+// type rnnsearch (score and window unused) or luong
+ModelConfig small(const std::string& type, LuongScore score = LuongScore::General, LuongWindow window = LuongWindow::Global) {
+  ModelConfig c = models::model_config(type);
   c.src_vocab = 17, c.tgt_vocab = 19;
-  c.embed = 8, c.encoder_hidden = 6, c.decoder_hidden = 12, c.attention = 5, c.readout = 8;  // luong dot: Hd = 2 He
+  models::RnnConfig& r = rnn_of(c);
+  c.embed = 8, r.encoder_hidden = 6, r.decoder_hidden = 12, r.attention = 5;  // luong dot: Hd = 2 He
+  if (type == "rnnsearch") rnnsearch_of(c).readout = 8;
   c.dropout = 0.0;
-  c.score = score;
-  c.window = window;
-  c.window_half_width = 2;  // windows narrower than the 9-piece source
-  if (type == models::ModelType::Luong) c.cell = models::CellType::Lstm;
+  if (type == "luong") {
+    luong_of(c).score = score;
+    luong_of(c).window = window;
+    luong_of(c).window_half_width = 2;  // windows narrower than the 9-piece source
+    r.cell = models::CellType::Lstm;
+  }
   return c;
 }
+
+// luong's window (global for rnnsearch) and its half width
+LuongWindow window_of(const ModelConfig& c) { return c.type == "luong" ? luong_of(c).window : LuongWindow::Global; }
+int64_t half_width_of(const ModelConfig& c) { return c.type == "luong" ? luong_of(c).window_half_width : 0; }
 
 struct Kind {
   const char* name;
   ModelConfig config;
 };
 std::vector<Kind> kinds() {
-  using models::ModelType;
-  return {{"rnnsearch", small(ModelType::RnnSearch)},
-          {"luong dot", small(ModelType::Luong, LuongScore::Dot)},
-          {"luong general", small(ModelType::Luong, LuongScore::General)},
-          {"luong concat", small(ModelType::Luong, LuongScore::Concat)},
-          {"luong local-m", small(ModelType::Luong, LuongScore::General, LuongWindow::LocalM)},
-          {"luong local-p", small(ModelType::Luong, LuongScore::Dot, LuongWindow::LocalP)}};
+  return {{"rnnsearch", small("rnnsearch")},
+          {"luong dot", small("luong", LuongScore::Dot)},
+          {"luong general", small("luong", LuongScore::General)},
+          {"luong concat", small("luong", LuongScore::Concat)},
+          {"luong local-m", small("luong", LuongScore::General, LuongWindow::LocalM)},
+          {"luong local-p", small("luong", LuongScore::Dot, LuongWindow::LocalP)}};
 }
 
 const std::vector<int> kSource = {4, 9, 5, 16, 7, 12, 8, 6, 10};  // S = 9
@@ -101,26 +109,26 @@ TEST(Explain, ReplayAgreesWithTheSearchAndTheScores) {
             continue;
           }
           double want = std::exp(double(x - mx)) / z;
-          const double sigma = c.window_half_width / 2.0;  // local-p's Gaussian
+          const double sigma = half_width_of(c) / 2.0;  // local-p's Gaussian
           if (s.position) want *= std::exp(-std::pow(double(j) - *s.position, 2) / (2 * sigma * sigma));
           EXPECT_NEAR(w, want, 1e-5) << "key " << j;
         }
         // 1 over the visible keys (0 when a local-m window has left the source); local-p's
         // Gaussian lowers the sum
         const bool any = std::isfinite(mx);
-        if (c.window != LuongWindow::LocalP) {
+        if (window_of(c) != LuongWindow::LocalP) {
           EXPECT_NEAR(total, any ? 1.0 : 0.0, 1e-5);
         }
         // the window: [lo, hi) around p_t (local-m: p_t = t, 0-based), exactly the visible keys
-        const bool local = c.type == models::ModelType::Luong && c.window != LuongWindow::Global;
+        const bool local = window_of(c) != LuongWindow::Global;
         ASSERT_EQ(s.window.has_value(), local);
-        ASSERT_EQ(s.position.has_value(), local && c.window == LuongWindow::LocalP);
+        ASSERT_EQ(s.position.has_value(), local && window_of(c) == LuongWindow::LocalP);
         if (local) {
           const double p = s.position ? *s.position : double(t);
           // Luong et al.'s window [p - D, p + D] within the source, from the definition
           int64_t lo = -1, hi = -1;
           for (int64_t j = 0; j < S; ++j) {
-            const bool in = std::fabs(double(j) - p) <= double(c.window_half_width);
+            const bool in = std::fabs(double(j) - p) <= double(half_width_of(c));
             EXPECT_EQ(std::isfinite(s.scores[size_t(j)]), in) << j;
             if (in && lo < 0) lo = j;
             if (in) hi = j + 1;
@@ -147,7 +155,7 @@ TEST(Explain, ReplayAgreesWithTheSearchAndTheScores) {
             EXPECT_FLOAT_EQ(p, s.chosen_prob);
           }
         }
-        EXPECT_EQ(int64_t(s.query.size()), c.decoder_hidden);
+        EXPECT_EQ(int64_t(s.query.size()), rnn_of(c).decoder_hidden);
       }
     }
   }
@@ -176,7 +184,7 @@ TEST(Explain, QueryAndContextAreWhatTheScoresRead) {
       for (int64_t j = 0; j < S; ++j) {
         const float* key = enc.memory.keys().data() + j * K;
         double want = 0;
-        if (kind.config.type == models::ModelType::RnnSearch) {
+        if (kind.config.type == "rnnsearch") {
           for (int64_t a = 0; a < K; ++a) {
             double qa = 0;
             for (size_t d = 0; d < s.query.size(); ++d) qa += double(Wa.data()[a * int64_t(s.query.size()) + int64_t(d)]) * s.query[d];

@@ -113,7 +113,9 @@ TEST(FuzzRegressions, DeeplyNestedValueInAnErrorDoesNotOverflowTheStack) {
     EXPECT_EQ(std::string(e.what()), "request.text: expected a string, got a list of 1 items");
   }
   const std::string err = invalid_argument_of([&] { models::model_config_from_json("{\"type\": " + deep + "}"); });
-  EXPECT_EQ(err, "model.type: expected one of rnnsearch, luong, show_attend_tell, got a list of 1 items");
+  // the names are the table of kinds' (models/kinds.h): the built-in ones first, then any a test registered
+  EXPECT_EQ(err.rfind("model.type: expected one of rnnsearch, luong, show_attend_tell", 0), 0u) << err;
+  EXPECT_NE(err.find(", got a list of 1 items"), std::string::npos) << err;
 
   testing::TempDir tmp("fuzz_deep_dtype");
   const std::string header = "{\"w\": {\"dtype\": " + deep + ", \"shape\": [1], \"data_offsets\": [0, 4]}}";

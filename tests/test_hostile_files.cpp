@@ -15,6 +15,8 @@
 #include "attn/config/json_depth.h"
 #include "attn/decode/model_dir.h"
 #include "attn/models/config.h"
+#include "attn/models/kinds.h"
+#include "attn/models/rnnsearch/rnnsearch_config.h"
 #include "attn/nn/load_params.h"
 #include "attn/tensor/safetensors.h"
 #include "attn/train/checkpoint.h"
@@ -120,10 +122,11 @@ TEST(HostileFiles, NonFiniteWeightsAreRefusedNamingTheTensor) {
 
 // A model file whose config claims sizes the file's few weights cannot hold.
 std::string lying_model_error(const std::string& dir, int64_t vocab, int64_t width) {
-  models::ModelConfig c;
+  models::ModelConfig c = models::model_config("rnnsearch");
   c.src_vocab = c.tgt_vocab = vocab;
-  c.embed = c.encoder_hidden = c.attention = c.readout = width;
-  c.decoder_hidden = 2 * width;
+  models::RnnSearchConfig& r = c.section<models::RnnSearchConfig>();
+  c.embed = r.encoder_hidden = r.attention = r.readout = width;
+  r.decoder_hidden = 2 * width;
   save_safetensors(dir + "/model.safetensors", {{"w", Tensor::zeros({16})}}, {{"config", models::to_json(c)}});
   try {
     decode::load_translation_model(dir);

@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "attn/models/luong.h"
-#include "attn/models/luong_decoder.h"
+#include "attn/models/luong/luong.h"
+#include "attn/models/luong/luong_decoder.h"
 #include "compare.h"
 #include "gradcheck.h"
 #include "tiny_models.h"

@@ -10,8 +10,8 @@
 
 #include "attn/cpu/threading.h"
 #include "attn/decode/search.h"
-#include "attn/models/luong.h"
-#include "attn/models/luong_search.h"
+#include "attn/models/luong/luong.h"
+#include "attn/models/luong/luong_search.h"
 #include "step_top_check.h"
 #include "tiny_models.h"
 
@@ -114,7 +114,7 @@ INSTANTIATE_TEST_SUITE_P(All, LuongSearchStep, ::testing::ValuesIn(search_varian
                          [](const ::testing::TestParamInfo<LuongVariant>& i) { return i.param.name; });
 
 TEST(LuongSearchStep, RejectsBadInput) {
-  models::ModelConfig c = tiny(models::ModelType::Luong);
+  models::ModelConfig c = tiny("luong");
   Rng init(1);
   auto model = models::make_model(c, init, 1);
   EXPECT_THROW(model->decoder(model->encode(tiny_batch(11, 13).src, {4, 2, 3}).memory, 3), std::logic_error);
@@ -132,7 +132,7 @@ TEST(LuongSearchStep, RejectsBadInput) {
     if (name != "feed") short_state.set(name, t);
   EXPECT_THROW(dec->step({0, 1, 2}, short_state, {1, 1, 1}, 1, 0), std::invalid_argument);
   Rng r(2);
-  auto other = models::make_model(tiny(models::ModelType::RnnSearch), r, 2);
+  auto other = models::make_model(tiny("rnnsearch"), r, 2);
   other->train(false);
   EXPECT_THROW(model->decoder(e.memory, 3, other->prepare_decoder(3)), std::invalid_argument);
 }

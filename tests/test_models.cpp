@@ -10,7 +10,7 @@
 #include "attn/models/config.h"
 #include "attn/attention/additive_step.h"
 #include "attn/models/output_loss.h"
-#include "attn/models/rnnsearch_decoder.h"
+#include "attn/models/rnnsearch/rnnsearch_decoder.h"
 #include "attn/nn/rnn.h"
 #include "attn/models/seq2seq.h"
 #include "attention_reference.h"
@@ -240,26 +240,77 @@ TEST(ModelConfig, UnknownKeysAndBadValuesNameTheKey) {
   EXPECT_THROW(models::model_config_from_json(R"({"embed": 2.5})"), std::invalid_argument);
 }
 
+// Model files written before the kinds had config sections carry every flat
+// field of every kind: each kind still reads them (its own keys, the others'
+// as legacy keys, checked as before and ignored) and writes its own only.
+TEST(ModelConfig, FilesWithEveryFlatFieldStillLoad) {
+  const std::string text_fields =
+      R"("src_vocab": 50, "tgt_vocab": 60, "embed": 8, "encoder_hidden": 6, "encoder_layers": 1,
+         "bidirectional": true, "decoder_hidden": 12, "decoder_layers": 1, "attention": 5, "score": "general",
+         "window": "global", "window_half_width": 10, "readout": 8, "decoder_init": "mean", "dropout": 0.1,
+         "tied_embeddings": "none", "pad_id": 0, "bos_id": 1, "eos_id": 2, "unk_id": 3)";
+  for (const char* type : {"rnnsearch", "luong"}) {
+    SCOPED_TRACE(type);
+    const ModelConfig c = models::model_config_from_json(std::string(R"({"type": ")") + type + R"(", "cell": "gru", )" +
+                                                         text_fields + "}");
+    EXPECT_NO_THROW(models::validate(c));
+    EXPECT_EQ(rnn_of(c).decoder_hidden, 12);
+    const std::string written = models::to_json(c);
+    EXPECT_EQ(written.find("\"readout\"") != std::string::npos, std::string(type) == "rnnsearch") << written;
+    EXPECT_EQ(written.find("\"score\"") != std::string::npos, std::string(type) == "luong") << written;
+    EXPECT_EQ(models::to_json(models::model_config_from_json(written)), written);
+  }
+  const std::string captioner =
+      R"({"type": "show_attend_tell", "src_vocab": 0, "tgt_vocab": 9, "embed": 6, "encoder_hidden": 256,
+          "encoder_layers": 1, "bidirectional": true, "decoder_hidden": 7, "decoder_layers": 1, "cell": "lstm",
+          "attention": 5, "score": "general", "window": "global", "window_half_width": 10, "readout": 256,
+          "decoder_init": "mean", "dropout": 0, "tied_embeddings": "none", "pad_id": 0, "bos_id": 1, "eos_id": 2,
+          "unk_id": 3, "image_size": 8, "grid": 2, "cnn_channels": 8, "cnn_context_blocks": 0,
+          "image_attention": "hard", "attention_reg": 1, "reinforce_weight": 1, "entropy_bonus": 0.01,
+          "baseline_decay": 0.9, "hard_expected_prob": 0.5})";
+  const ModelConfig c = models::model_config_from_json(captioner);
+  EXPECT_NO_THROW(models::validate(c));
+  EXPECT_EQ(captioner_of(c).image_attention, models::ImageAttention::Hard);
+  EXPECT_EQ(models::to_json(c).find("encoder_hidden"), std::string::npos);
+  // the legacy keys keep their checks: types, bounds, and the captioner's one LSTM layer
+  auto error_of = [](const std::string& json) {
+    try {
+      models::validate(models::model_config_from_json(json));
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(error_of(R"({"type": "rnnsearch", "window_half_width": -1})").find("window_half_width"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "rnnsearch", "score": "cosine"})").find("model.score"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "show_attend_tell", "cell": "gru"})").find("cell"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "show_attend_tell", "decoder_layers": 2})").find("decoder_layers"), std::string::npos);
+  EXPECT_NE(error_of(R"({"type": "luong", "colour": 3})").find("model.colour: unknown key"), std::string::npos);
+}
+
 TEST(ModelConfig, JsonRoundTripAndValidation) {
-  ModelConfig c;
-  c.type = models::ModelType::Luong;
+  ModelConfig c = models::model_config("luong");
   c.src_vocab = 50;
   c.tgt_vocab = 60;
-  c.cell = models::CellType::Lstm;
-  c.score = models::LuongScore::Concat;
-  c.decoder_layers = 2;
+  luong_of(c).cell = models::CellType::Lstm;
+  luong_of(c).score = models::LuongScore::Concat;
+  luong_of(c).decoder_layers = 2;
   c.dropout = 0.3;
   ModelConfig d = models::model_config_from_json(models::to_json(c));
   EXPECT_EQ(models::to_json(c), models::to_json(d));
   EXPECT_NO_THROW(models::validate(d));
-  ModelConfig bad = c;
-  bad.type = models::ModelType::RnnSearch;  // rnnsearch is GRU with one decoder layer
+  ModelConfig bad = models::model_config("rnnsearch");  // rnnsearch is GRU with one decoder layer
+  bad.src_vocab = 50, bad.tgt_vocab = 60;
+  EXPECT_NO_THROW(models::validate(bad));
+  rnn_of(bad).cell = models::CellType::Lstm;
+  EXPECT_THROW(models::validate(bad), std::invalid_argument);
+  rnn_of(bad).cell = models::CellType::Gru, rnn_of(bad).decoder_layers = 2;
   EXPECT_THROW(models::validate(bad), std::invalid_argument);
   bad = c;
   bad.tied_embeddings = models::TiedEmbeddings::All;  // needs a joint vocabulary
   EXPECT_THROW(models::validate(bad), std::invalid_argument);
   bad = c;
-  bad.window = models::LuongWindow::LocalM;  // local windows: dot / general only
+  luong_of(bad).window = models::LuongWindow::LocalM;  // local windows: dot / general only
   EXPECT_THROW(models::validate(bad), std::invalid_argument);
 }
 
@@ -270,31 +321,31 @@ struct Variant {
 
 std::vector<Variant> variants() {
   std::vector<Variant> v;
-  v.push_back({"rnnsearch_mean", tiny(models::ModelType::RnnSearch)});
-  ModelConfig c = tiny(models::ModelType::RnnSearch);
-  c.decoder_init = models::DecoderInit::Backward;
-  c.encoder_layers = 2;
-  c.readout = c.embed;
+  v.push_back({"rnnsearch_mean", tiny("rnnsearch")});
+  ModelConfig c = tiny("rnnsearch");
+  rnnsearch_of(c).decoder_init = models::DecoderInit::Backward;
+  rnnsearch_of(c).encoder_layers = 2;
+  rnnsearch_of(c).readout = c.embed;
   c.tied_embeddings = models::TiedEmbeddings::Decoder;
   v.push_back({"rnnsearch_backward_2layers_tied", c});
-  c = tiny(models::ModelType::Luong);
-  c.cell = models::CellType::Lstm;
-  c.decoder_layers = 2;
+  c = tiny("luong");
+  luong_of(c).cell = models::CellType::Lstm;
+  luong_of(c).decoder_layers = 2;
   v.push_back({"luong_lstm_general_2layers", c});
-  c = tiny(models::ModelType::Luong);
-  c.score = models::LuongScore::Concat;
-  c.bidirectional = false;
+  c = tiny("luong");
+  luong_of(c).score = models::LuongScore::Concat;
+  luong_of(c).bidirectional = false;
   v.push_back({"luong_gru_concat_unidirectional", c});
-  c = tiny(models::ModelType::Luong);
-  c.score = models::LuongScore::Dot;
-  c.encoder_hidden = 7;
-  c.bidirectional = false;
-  c.window = models::LuongWindow::LocalM;
-  c.window_half_width = 1;
+  c = tiny("luong");
+  luong_of(c).score = models::LuongScore::Dot;
+  luong_of(c).encoder_hidden = 7;
+  luong_of(c).bidirectional = false;
+  luong_of(c).window = models::LuongWindow::LocalM;
+  luong_of(c).window_half_width = 1;
   v.push_back({"luong_gru_dot_local_m", c});
-  c = tiny(models::ModelType::Luong);
-  c.window = models::LuongWindow::LocalP;
-  c.window_half_width = 2;
+  c = tiny("luong");
+  luong_of(c).window = models::LuongWindow::LocalP;
+  luong_of(c).window_half_width = 2;
   v.push_back({"luong_gru_general_local_p", c});
   return v;
 }
@@ -381,7 +432,7 @@ TEST_P(Models, StepByStepEqualsTeacherForcing) {
         sum += w;
       }
       // local windows may exclude every position (local-m beyond the source): sum 0 or 1
-      if (c.window == models::LuongWindow::Global) EXPECT_NEAR(sum, 1.0, 1e-5);
+      if (c.type != "luong" || luong_of(c).window == models::LuongWindow::Global) EXPECT_NEAR(sum, 1.0, 1e-5);
     }
     s = o.state;
   }
@@ -437,7 +488,7 @@ TEST(Models, SelectRowsRepeatsAndReorders) {
 
 TEST(Models, RejectsBadSources) {
   Rng init(1);
-  auto m = models::make_model(tiny(models::ModelType::RnnSearch), init, 1);
+  auto m = models::make_model(tiny("rnnsearch"), init, 1);
   EXPECT_THROW(m->encode(Tensor::zeros({2, 3}), {3, 0}), std::invalid_argument);  // empty source
   EXPECT_THROW(m->encode(Tensor::zeros({2, 3}), {3}), std::invalid_argument);     // lengths count
   EXPECT_THROW(m->encode(Tensor::full({1, 2}, 99.0f), {2}), std::invalid_argument);  // id out of range

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "attn/models/luong/luong_config.h"
 #include "attn/train/mt_config.h"
 
 namespace attn::testing {
@@ -40,10 +41,10 @@ TEST(TrainConfig, ParsesSectionsAndOverrides) {
                                                            "data.split_seed=7"});
   EXPECT_EQ(c.data.train_src, "a.de");
   EXPECT_EQ(c.data.valid_holdout, 10);
-  EXPECT_EQ(c.model.type, models::ModelType::Luong);
-  EXPECT_EQ(c.model.cell, models::CellType::Lstm);
-  EXPECT_EQ(c.model.score, models::LuongScore::General);
-  EXPECT_EQ(c.model.decoder_hidden, 256);
+  EXPECT_EQ(c.model.type, "luong");
+  EXPECT_EQ(c.model.section<models::LuongConfig>().cell, models::CellType::Lstm);
+  EXPECT_EQ(c.model.section<models::LuongConfig>().score, models::LuongScore::General);
+  EXPECT_EQ(c.model.section<models::LuongConfig>().decoder_hidden, 256);
   EXPECT_DOUBLE_EQ(c.train.lr, 0.003);
   EXPECT_EQ(c.train.metric, "perplexity");
   EXPECT_EQ(c.vocab.size, 500);

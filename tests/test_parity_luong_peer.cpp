@@ -8,7 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "attn/autograd/node.h"
-#include "attn/models/luong.h"
+#include "attn/models/luong/luong.h"
+#include "attn/models/kinds.h"
 #include "oracle.h"
 
 namespace attn::testing {
@@ -16,16 +17,16 @@ namespace {
 
 // V 11, E 6, He 5 per direction, Hd 8 (the oracle's arguments below)
 models::ModelConfig peer_shape() {
-  models::ModelConfig c;
-  c.type = models::ModelType::Luong;
+  models::ModelConfig c = models::model_config("luong");
   c.src_vocab = c.tgt_vocab = 11;
   c.embed = 6;
-  c.encoder_hidden = 5;
-  c.decoder_hidden = 8;
-  c.cell = models::CellType::Lstm;
-  c.score = models::LuongScore::General;
-  c.window = models::LuongWindow::Global;
-  c.decoder_init = models::DecoderInit::Mean;
+  models::LuongConfig& l = c.section<models::LuongConfig>();
+  l.encoder_hidden = 5;
+  l.decoder_hidden = 8;
+  l.cell = models::CellType::Lstm;
+  l.score = models::LuongScore::General;
+  l.window = models::LuongWindow::Global;
+  l.decoder_init = models::DecoderInit::Mean;
   c.dropout = 0.0;
   return c;
 }

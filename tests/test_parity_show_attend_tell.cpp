@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "attn/autograd/node.h"
-#include "attn/models/show_attend_tell.h"
+#include "attn/models/show_attend_tell/show_attend_tell.h"
 #include "caption_run.h"
 #include "oracle.h"
 

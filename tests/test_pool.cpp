@@ -5,6 +5,8 @@
 
 #include "attn/autograd/node.h"
 #include "attn/data/batcher.h"
+#include "attn/models/kinds.h"
+#include "attn/models/rnnsearch/rnnsearch_config.h"
 #include "attn/models/seq2seq.h"
 #include "attn/tensor/pool.h"
 #include "attn/train/optim.h"
@@ -49,10 +51,11 @@ TEST(Pool, CacheStaysBoundedAcrossManyShapes) {
 // From the second step on, a training step of the same shapes runs entirely
 // on recycled blocks: no call reaches the system allocator.
 TEST(Pool, TrainingStepAllocatesNothingNewAfterWarmup) {
-  models::ModelConfig c;  // a small rnnsearch
+  models::ModelConfig c = models::model_config("rnnsearch");  // a small rnnsearch
   c.src_vocab = c.tgt_vocab = 40;
-  c.embed = c.encoder_hidden = c.attention = c.readout = 16;
-  c.decoder_hidden = 32;
+  models::RnnSearchConfig& r = c.section<models::RnnSearchConfig>();
+  c.embed = r.encoder_hidden = r.attention = r.readout = 16;
+  r.decoder_hidden = 32;
   Rng rng(5);
   auto model = models::make_model(c, rng, 6);
   train::Adam adam(model->named_parameters());

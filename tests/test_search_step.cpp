@@ -21,7 +21,9 @@
 #include "attn/kernels/rows_gemm.h"
 #include "attn/kernels/vocab_topk.h"
 #include "attn/models/output_loss.h"
-#include "attn/models/rnnsearch_search.h"
+#include "attn/models/kinds.h"
+#include "attn/models/rnnsearch/rnnsearch_config.h"
+#include "attn/models/rnnsearch/rnnsearch_search.h"
 #include "attn/models/seq2seq.h"
 #include "attn/nn/step_linear.h"
 #include "attn/tensor/random.h"
@@ -161,15 +163,15 @@ TEST(VocabTopK, MatchesSortingWithTiesAndLogSoftmax) {
 }
 
 models::ModelConfig medium() {
-  models::ModelConfig c;
-  c.type = models::ModelType::RnnSearch;
+  models::ModelConfig c = models::model_config("rnnsearch");
   c.src_vocab = 23;
   c.tgt_vocab = 101;  // not a multiple of the 32-column unit or the vector width
   c.embed = 20;
-  c.encoder_hidden = 12;
-  c.decoder_hidden = 40;
-  c.attention = 24;
-  c.readout = 36;
+  models::RnnSearchConfig& r = c.section<models::RnnSearchConfig>();
+  r.encoder_hidden = 12;
+  r.decoder_hidden = 40;
+  r.attention = 24;
+  r.readout = 36;
   c.dropout = 0.1;
   return c;
 }
@@ -349,7 +351,7 @@ TEST(RnnSearchSearchStep, PreparedWeightsServeManySearches) {
     }
   }
   models::ModelConfig other = medium();
-  other.attention = 16;  // its keys are 16 wide, this memory's 24
+  other.section<models::RnnSearchConfig>().attention = 16;  // its keys are 16 wide, this memory's 24
   Rng init2(16);
   auto model2 = models::make_model(other, init2, 16);
   model2->train(false);

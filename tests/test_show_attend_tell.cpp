@@ -9,8 +9,9 @@
 #include <memory>
 
 #include "attn/autograd/node.h"
-#include "attn/models/show_attend_tell.h"
+#include "attn/models/show_attend_tell/show_attend_tell.h"
 #include "caption_run.h"
+#include "tiny_models.h"
 #include "compare.h"
 
 namespace attn::testing {
@@ -23,7 +24,7 @@ using models::ShowAttendTell;
 // caption_run.h's tiny captioner with a regulariser weight that is not 1.
 ModelConfig tiny_config(ImageAttention a) {
   ModelConfig c = tiny_captioner_config(a);
-  c.attention_reg = 0.7;
+  captioner_of(c).attention_reg = 0.7;
   return c;
 }
 
@@ -31,9 +32,9 @@ ModelConfig tiny_config(ImageAttention a) {
 data::Seq2SeqBatch tiny_batch(const ModelConfig& c, int64_t B, const std::vector<int64_t>& words, uint64_t seed) {
   Rng rng(seed);
   data::Seq2SeqBatch b;
-  b.src = Tensor::empty({B, 3, c.image_size, c.image_size});
+  b.src = Tensor::empty({B, 3, captioner_of(c).image_size, captioner_of(c).image_size});
   for (int64_t i = 0; i < b.src.numel(); ++i) b.src.data()[i] = rng.normal();
-  b.src_lengths.assign(size_t(B), c.grid * c.grid);
+  b.src_lengths.assign(size_t(B), captioner_of(c).grid * captioner_of(c).grid);
   int64_t T = 0;
   for (int64_t w : words) T = std::max(T, w + 1);
   b.tgt_in = Tensor::zeros({B, T});
@@ -55,7 +56,7 @@ data::Seq2SeqBatch tiny_batch(const ModelConfig& c, int64_t B, const std::vector
 TEST(ShowAttendTell, ConfigIsCheckedNamingTheField) {
   ModelConfig c = tiny_config(ImageAttention::Soft);
   EXPECT_NO_THROW(models::validate(c));
-  EXPECT_EQ(models::cnn_blocks(c), 2);
+  EXPECT_EQ(models::cnn_blocks(captioner_of(c)), 2);
   auto fails = [&](ModelConfig bad, const std::string& field) {
     try {
       models::validate(bad);
@@ -65,31 +66,31 @@ TEST(ShowAttendTell, ConfigIsCheckedNamingTheField) {
     }
   };
   ModelConfig g = c;
-  g.grid = 3;  // 8 / 3 is no power of 2
+  captioner_of(g).grid = 3;  // 8 / 3 is no power of 2
   fails(g, "grid");
-  g.grid = 8;  // no CNN block
+  captioner_of(g).grid = 8;  // no CNN block
   fails(g, "grid");
   ModelConfig ch = c;
-  ch.cnn_channels = 12;
+  captioner_of(ch).cnn_channels = 12;
   fails(ch, "cnn_channels");
   ModelConfig src = c;
   src.src_vocab = 100;
   fails(src, "src_vocab");
   ModelConfig decay = c;
-  decay.baseline_decay = 1.0;
+  captioner_of(decay).baseline_decay = 1.0;
   fails(decay, "baseline_decay");
   ModelConfig weight = c;
-  weight.reinforce_weight = -0.5;
+  captioner_of(weight).reinforce_weight = -0.5;
   fails(weight, "reinforce_weight");
   // JSON round trip keeps every captioning field
-  c.image_attention = ImageAttention::Hard;
-  c.entropy_bonus = 0.25;
-  c.reinforce_weight = 0.125;
+  captioner_of(c).image_attention = ImageAttention::Hard;
+  captioner_of(c).entropy_bonus = 0.25;
+  captioner_of(c).reinforce_weight = 0.125;
   const ModelConfig back = models::model_config_from_json(models::to_json(c));
   EXPECT_EQ(models::to_json(back), models::to_json(c));
-  EXPECT_EQ(back.image_attention, ImageAttention::Hard);
-  EXPECT_EQ(back.grid, 2);
-  EXPECT_EQ(back.reinforce_weight, 0.125);
+  EXPECT_EQ(captioner_of(back).image_attention, ImageAttention::Hard);
+  EXPECT_EQ(captioner_of(back).grid, 2);
+  EXPECT_EQ(captioner_of(back).reinforce_weight, 0.125);
 }
 
 // Analytic gradient of the training loss (cross-entropy + the doubly
@@ -145,7 +146,7 @@ TEST(ShowAttendTell, SharedImagesEqualRepeatedImages) {
   data::Seq2SeqBatch shared = repeated;  // captions 0 and 2 describe image 0
   const int64_t image = repeated.src.numel() / 3;
   std::copy(repeated.src.data(), repeated.src.data() + image, repeated.src.data() + 2 * image);
-  shared.src = Tensor::empty({2, 3, c.image_size, c.image_size});
+  shared.src = Tensor::empty({2, 3, captioner_of(c).image_size, captioner_of(c).image_size});
   std::copy(repeated.src.data(), repeated.src.data() + 2 * image, shared.src.data());
   shared.src_lengths.resize(2);
   shared.src_rows = {0, 1, 0};
@@ -199,7 +200,7 @@ TEST(ShowAttendTell, RegulariserIsTheDoublyStochasticPenalty) {
   double penalty = 0;
   for (const auto& row : sums)
     for (double x : row) penalty += (1 - x) * (1 - x);
-  EXPECT_NEAR(terms.regulariser.item(), c.attention_reg * penalty / tokens, 1e-5);
+  EXPECT_NEAR(terms.regulariser.item(), captioner_of(c).attention_reg * penalty / tokens, 1e-5);
   EXPECT_FALSE(terms.reinforce.defined());
 }
 
@@ -262,9 +263,9 @@ protected:
 // parameters, which get no other gradient under hard attention).
 TEST(ShowAttendTell, ReinforceEstimatorAveragesToTheExactGradient) {
   ModelConfig c = tiny_config(ImageAttention::Hard);
-  c.attention_reg = 0;
-  c.entropy_bonus = 0;
-  c.hard_expected_prob = 0;  // every caption draws its cells: the pure estimator
+  captioner_of(c).attention_reg = 0;
+  captioner_of(c).entropy_bonus = 0;
+  captioner_of(c).hard_expected_prob = 0;  // every caption draws its cells: the pure estimator
   Rng init(8);
   FixedCells model(c, init, 9);
   model.train(true);
@@ -329,8 +330,8 @@ Twins twins(const ModelConfig& a, const ModelConfig& b) {
 TEST(ShowAttendTell, HardCaptionsTakingTheExpectationTrainAsSoft) {
   ModelConfig soft_c = tiny_config(ImageAttention::Soft), hard_c = tiny_config(ImageAttention::Hard);
   soft_c.dropout = hard_c.dropout = 0;
-  hard_c.entropy_bonus = 0;
-  hard_c.hard_expected_prob = 1;
+  captioner_of(hard_c).entropy_bonus = 0;
+  captioner_of(hard_c).hard_expected_prob = 1;
   Twins m = twins(soft_c, hard_c);
   ShowAttendTell &soft = *m.a, &hard = *m.b;
   const data::Seq2SeqBatch b = tiny_batch(soft_c, 3, {2, 3, 1}, 15);
@@ -344,7 +345,7 @@ TEST(ShowAttendTell, HardCaptionsTakingTheExpectationTrainAsSoft) {
     for (int64_t i = 0; i < gs.numel(); ++i) ASSERT_NEAR(gh.data()[i], gs.data()[i], 1e-6f) << n << " element " << i;
   }
   EXPECT_EQ(hard.baseline(), 0.0f);  // no caption drew: the baseline did not move
-  hard_c.hard_expected_prob = 0.5;
+  captioner_of(hard_c).hard_expected_prob = 0.5;
   Rng init_half(8);
   FixedCells half(hard_c, init_half, 9);
   half.train(true);
@@ -363,9 +364,9 @@ TEST(ShowAttendTell, HardCaptionsTakingTheExpectationTrainAsSoft) {
 // with the same parameters and draws differ in it by the ratio of their weights.
 TEST(ShowAttendTell, ReinforceWeightScalesTheReinforceTerm) {
   ModelConfig c = tiny_config(ImageAttention::Hard);
-  c.hard_expected_prob = 0;
+  captioner_of(c).hard_expected_prob = 0;
   ModelConfig quarter = c;
-  quarter.reinforce_weight = 0.25;
+  captioner_of(quarter).reinforce_weight = 0.25;
   Twins m = twins(c, quarter);
   ShowAttendTell &full = *m.a, &scaled = *m.b;
   const data::Seq2SeqBatch b = tiny_batch(c, 3, {2, 3, 1}, 15);
@@ -384,7 +385,7 @@ TEST(ShowAttendTell, ReinforceWeightScalesTheReinforceTerm) {
 // log-probabilities read from step() with the same cells.
 TEST(ShowAttendTell, ReinforceWeighsEachChoiceByTheRewardToGo) {
   ModelConfig c = tiny_config(ImageAttention::Hard);
-  c.hard_expected_prob = 0, c.entropy_bonus = 0, c.dropout = 0;
+  captioner_of(c).hard_expected_prob = 0, captioner_of(c).entropy_bonus = 0, c.dropout = 0;
   Rng init(8);
   FixedCells model(c, init, 9);
   model.train(true);

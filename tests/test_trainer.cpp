@@ -12,7 +12,7 @@
 
 #include "attn/autograd/ops.h"
 #include "attn/data/line_reader.h"
-#include "attn/models/rnnsearch.h"
+#include "attn/models/rnnsearch/rnnsearch.h"
 #include "attn/nn/multihead.h"
 #include "attn/train/mt_trainer.h"
 #include "caption_run.h"
@@ -29,7 +29,7 @@ class RnnSearchWithMha : public models::RnnSearch {
 public:
   RnnSearchWithMha(const models::ModelConfig& c, Rng& init, uint64_t dropout_seed) : RnnSearch(c, init, dropout_seed) {
     mha_ = register_module("init_attention", std::make_shared<nn::MultiHeadAttention>(
-                                                 nn::MultiHeadAttentionOptions(c.decoder_hidden, 4).set_dropout(0.3f), init));
+                                                 nn::MultiHeadAttentionOptions(c.section<models::RnnSearchConfig>().decoder_hidden, 4).set_dropout(0.3f), init));
   }
   models::Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const override {
     models::Encoded e = RnnSearch::encode(src, lengths);

@@ -7,20 +7,37 @@
 #include "attn/data/batch.h"
 #include "attn/data/special_ids.h"
 #include "attn/models/config.h"
+#include "attn/models/kinds.h"
+#include "attn/models/luong/luong_config.h"
+#include "attn/models/rnnsearch/rnnsearch_config.h"
+#include "attn/models/show_attend_tell/show_attend_tell_config.h"
 #include <ostream>
 
 namespace attn::testing {
 
-inline models::ModelConfig tiny(models::ModelType type) {
-  models::ModelConfig c;
-  c.type = type;
+// The kinds' config sections of a ModelConfig (std::logic_error for another kind's).
+inline models::RnnConfig& rnn_of(models::ModelConfig& c) { return c.section<models::RnnConfig>(); }
+inline models::RnnSearchConfig& rnnsearch_of(models::ModelConfig& c) { return c.section<models::RnnSearchConfig>(); }
+inline models::LuongConfig& luong_of(models::ModelConfig& c) { return c.section<models::LuongConfig>(); }
+inline models::ShowAttendTellConfig& captioner_of(models::ModelConfig& c) {
+  return c.section<models::ShowAttendTellConfig>();
+}
+inline const models::RnnConfig& rnn_of(const models::ModelConfig& c) { return c.section<models::RnnConfig>(); }
+inline const models::LuongConfig& luong_of(const models::ModelConfig& c) { return c.section<models::LuongConfig>(); }
+inline const models::ShowAttendTellConfig& captioner_of(const models::ModelConfig& c) {
+  return c.section<models::ShowAttendTellConfig>();
+}
+
+// type: rnnsearch or luong
+inline models::ModelConfig tiny(const std::string& type) {
+  models::ModelConfig c = models::model_config(type);
   c.src_vocab = 11;
   c.tgt_vocab = 13;
   c.embed = 6;
-  c.encoder_hidden = 5;
-  c.decoder_hidden = 7;
-  c.attention = 4;
-  c.readout = 6;
+  rnn_of(c).encoder_hidden = 5;
+  rnn_of(c).decoder_hidden = 7;
+  rnn_of(c).attention = 4;
+  if (type == "rnnsearch") rnnsearch_of(c).readout = 6;
   c.dropout = 0.0;
   return c;
 }
@@ -76,10 +93,11 @@ inline std::vector<LuongVariant> luong_variants(bool with_local_m_dot) {
   for (models::CellType cell : {models::CellType::Gru, models::CellType::Lstm})
     for (const Attention& a : attentions)
       for (int64_t layers : {1, 2}) {
-        models::ModelConfig c = tiny(models::ModelType::Luong);
-        c.cell = cell, c.score = a.score, c.window = a.window, c.decoder_layers = layers;
-        c.window_half_width = a.window == W::LocalM ? 1 : 2;
-        if (a.score == S::Dot) c.encoder_hidden = 7, c.bidirectional = false;  // Dv == Hd
+        models::ModelConfig c = tiny("luong");
+        models::LuongConfig& l = luong_of(c);
+        l.cell = cell, l.score = a.score, l.window = a.window, l.decoder_layers = layers;
+        l.window_half_width = a.window == W::LocalM ? 1 : 2;
+        if (a.score == S::Dot) l.encoder_hidden = 7, l.bidirectional = false;  // Dv == Hd
         v.push_back({std::string(cell == models::CellType::Lstm ? "lstm_" : "gru_") + a.name + "_" +
                          std::to_string(layers) + "layers",
                      c});

@@ -1,14 +1,14 @@
 """PyTorch peer of `attn bench train` / `attn bench decode` for the luong shape:
 Luong et al.'s global attention with input feeding, in the style of OpenNMT-py's
 default RNN model (its InputFeedRNNDecoder with GlobalAttention, attn_type general),
-with the shapes, initial state and computations of src/attn/models/luong.cpp:
+with the shapes, initial state and computations of src/attn/models/luong/luong.cpp:
 
   encoder  embedding 256 (dropout 0.2), bidirectional LSTM 256 per direction over
            packed sequences -> H [B, S, 512]
   init     h_0 = tanh(W mean_s H_s + b), c_0 = 0, h~_0 = 0 (OpenNMT-py would bridge
            the encoder's final states instead; attn's luong starts this way)
   step t   h_t = LSTMCell([E y_{t-1} (dropout 0.2); h~_{t-1}], (h, c))   input feeding
-           score_s = h_t . (W_a H_s) / sqrt(Hd): general, scaled as attn's (models/luong.h
+           score_s = h_t . (W_a H_s) / sqrt(Hd): general, scaled as attn's (models/luong/luong.h
            says why); W_a H projected once per batch, as attn does (OpenNMT-py's
            linear_in projects h_t every step, unscaled)
            a_t = softmax over the valid positions, c_t = sum_s a_ts H_s

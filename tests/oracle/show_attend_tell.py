@@ -1,5 +1,5 @@
 """PyTorch reference for the captioner's first two decoder steps with soft
-attention (models/show_attend_tell.h), as image.py: parameters and inputs drawn
+attention (models/show_attend_tell/show_attend_tell.h), as image.py: parameters and inputs drawn
 here with a fixed seed, rounded to float32 and saved, the reference computed in
 float64. loss = sum(log_probs_1 * R1) + sum(log_probs_2 * R2); saved: every
 parameter as "param.<attn name>", its gradient as "grad.<attn name>", the

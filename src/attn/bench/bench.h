@@ -57,6 +57,9 @@ void bench_gru(const BenchOptions& opt);
 // beside the same GEMMs alone (bench_conv.cpp); no peer
 void bench_conv(const BenchOptions& opt);    // GRU layer fwd+bwd, batch 64, hidden 512, len 30, vs torch
 void bench_attention(const BenchOptions& opt);  // SDPA fused/naive, MHA, additive step, vs torch
+// the model shapes of bench_mt_train / bench_mt_decode ("lean", "tutorial", "luong": bench_mt.cpp's
+// presets, each a model config and its PyTorch peer)
+std::vector<std::string> mt_presets();
 // translation training step (fwd + bwd + clip + Adam): target tokens/s per shape (rnnsearch "lean",
 // "tutorial"; "luong"; bench_mt.cpp), vs torch
 void bench_mt_train(const BenchOptions& opt, const std::vector<std::string>& shapes, int64_t batch);

@@ -19,6 +19,7 @@
 // every search of `attn translate` does.
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "attn/autograd/node.h"
 #include "attn/bench/bench.h"
@@ -32,31 +33,40 @@
 namespace attn::bench {
 namespace {
 
-models::ModelConfig shape(const std::string& name) {
-  models::ModelConfig c;
-  c.type = models::ModelType::RnnSearch;
-  c.src_vocab = c.tgt_vocab = 8000;
-  c.embed = 256;
-  c.encoder_hidden = name == "tutorial" ? 512 : 256;
-  c.decoder_hidden = 512;
-  c.attention = name == "tutorial" ? 512 : 256;
-  c.readout = 256;
-  c.dropout = 0.2;
-  c.tied_embeddings = models::TiedEmbeddings::None;
-  if (name == "luong") {  // attention and readout: unused by general scores over a global window
-    c.type = models::ModelType::Luong;
-    c.cell = models::CellType::Lstm;
-    c.encoder_layers = c.decoder_layers = 1;
-    c.bidirectional = true;
-    c.score = models::LuongScore::General;
-    c.window = models::LuongWindow::Global;
-    c.decoder_init = models::DecoderInit::Mean;
-  }
-  return c;
+// A shape: a model config (the file format's JSON) and the PyTorch peer that builds the same network.
+struct Preset {
+  const char* name;
+  const char* config;
+  const char* peer;
+};
+const Preset kPresets[] = {
+    {"lean",
+     R"({"type": "rnnsearch", "src_vocab": 8000, "tgt_vocab": 8000, "embed": 256, "encoder_hidden": 256,
+         "decoder_hidden": 512, "attention": 256, "readout": 256, "dropout": 0.2, "tied_embeddings": "none"})",
+     "torch_rnnsearch.py"},
+    {"tutorial",
+     R"({"type": "rnnsearch", "src_vocab": 8000, "tgt_vocab": 8000, "embed": 256, "encoder_hidden": 512,
+         "decoder_hidden": 512, "attention": 512, "readout": 256, "dropout": 0.2, "tied_embeddings": "none"})",
+     "torch_rnnsearch.py"},
+    // attention: unused by general scores over a global window
+    {"luong",
+     R"({"type": "luong", "src_vocab": 8000, "tgt_vocab": 8000, "embed": 256, "encoder_hidden": 256,
+         "encoder_layers": 1, "bidirectional": true, "decoder_hidden": 512, "decoder_layers": 1, "cell": "lstm",
+         "attention": 256, "score": "general", "window": "global", "decoder_init": "mean", "dropout": 0.2,
+         "tied_embeddings": "none"})",
+     "torch_luong.py"},
+};
+
+const Preset& preset(const std::string& name) {
+  for (const Preset& p : kPresets)
+    if (name == p.name) return p;
+  throw std::invalid_argument("bench: unknown model shape '" + name + "'");
 }
 
+models::ModelConfig shape(const std::string& name) { return models::model_config_from_json(preset(name).config); }
+
 // The PyTorch peer script of a shape
-std::string peer_of(const std::string& name) { return name == "luong" ? "torch_luong.py" : "torch_rnnsearch.py"; }
+std::string peer_of(const std::string& name) { return preset(name).peer; }
 
 int64_t length_of(int64_t b) { return 8 + (7 * b) % 13; }
 
@@ -89,6 +99,12 @@ data::Seq2SeqBatch make_batch(int64_t B, int64_t vocab) {
 }
 
 }  // namespace
+
+std::vector<std::string> mt_presets() {
+  std::vector<std::string> names;
+  for (const Preset& p : kPresets) names.push_back(p.name);
+  return names;
+}
 
 void bench_mt_train(const BenchOptions& opt, const std::vector<std::string>& shapes, int64_t batch) {
   set_num_threads(opt.threads);

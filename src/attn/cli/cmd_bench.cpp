@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <iostream>
 #include <set>
 
@@ -50,9 +51,13 @@ void add_bench_command(CLI::App& app) {
       if (s != "gemm" && s != "gru" && s != "attention" && s != "train" && s != "decode" && s != "conv" && s != "serve")
         throw std::invalid_argument("bench: unknown suite '" + s + "' (gemm, gru, attention, train, decode, conv, serve)");
     if (want.count("serve") && serve->run.empty()) throw std::invalid_argument("bench serve: needs -m RUN");
+    const std::vector<std::string> presets = bench::mt_presets();
     for (const auto& m : *shapes)
-      if (m != "lean" && m != "tutorial" && m != "luong")
-        throw std::invalid_argument("bench: unknown model shape '" + m + "' (lean, tutorial, luong)");
+      if (std::find(presets.begin(), presets.end(), m) == presets.end()) {
+        std::string known;
+        for (const auto& p : presets) known += (known.empty() ? "" : ", ") + p;
+        throw std::invalid_argument("bench: unknown model shape '" + m + "' (" + known + ")");
+      }
     const bool peers_wanted = want.empty() || want.size() > want.count("serve") + want.count("conv");  // no peer for these
     if (opt->run_peers && peers_wanted) opt->peer_dir = bench::find_peer_dir(*peer_dir);  // before minutes of our own runs
     if (run("gemm")) bench::bench_gemm(*opt);

@@ -37,7 +37,7 @@ decode::ImageModelInput image_input_of(const decode::TranslationModel& tm, const
   const models::ModelConfig& c = tm.model->config();
   std::optional<decode::ImageModelInput> in = decode::image_model_input(c);
   if (!in)
-    throw std::invalid_argument(run + ": its model is " + models::name(c.type) +
+    throw std::invalid_argument(run + ": its model is " + c.type +
                                 ", a translation model that reads text; `attn caption -m` needs a run of an image "
                                 "model (show_attend_tell)");
   return *in;

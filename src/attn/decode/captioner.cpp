@@ -10,24 +10,19 @@
 #include "attn/decode/search.h"
 #include "attn/image/image.h"
 #include "attn/image/input.h"
+#include "attn/models/kinds.h"
 
 namespace attn::decode {
 
 std::optional<ImageModelInput> image_model_input(const models::ModelConfig& c) {
-  switch (c.type) {
-    case models::ModelType::RnnSearch:
-    case models::ModelType::Luong:
-      return std::nullopt;  // text models
-    case models::ModelType::ShowAttendTell: {
-      ImageModelInput in;
-      in.width = in.height = int(c.image_size);
-      in.grid_h = in.grid_w = int(c.grid);
-      // what the captioning task trains with (train/caption_task.h, caption_normalization)
-      in.normalization = image::imagenet_normalization();
-      return in;
-    }
-  }
-  return std::nullopt;
+  if (!models::reads_images(c)) return std::nullopt;  // a text model
+  const models::ImageShape shape = models::image_shape(c);
+  ImageModelInput in;
+  in.width = in.height = int(shape.size);
+  in.grid_h = int(shape.grid_h), in.grid_w = int(shape.grid_w);
+  // what the captioning task trains with (train/caption_task.h, caption_normalization)
+  in.normalization = image::imagenet_normalization();
+  return in;
 }
 
 Tensor image_batch(const std::vector<std::string>& paths, const ImageModelInput& in) {

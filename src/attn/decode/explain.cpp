@@ -10,6 +10,7 @@
 #include "attn/decode/captioner.h"
 #include "attn/decode/search.h"
 #include "attn/kernels/vocab_topk.h"
+#include "attn/models/kinds.h"
 
 namespace attn::decode {
 namespace {
@@ -110,28 +111,23 @@ nlohmann::json step_json(const ExplainStep& s, size_t t, const data::SubwordVoca
   return j;
 }
 
-// "additive" for rnnsearch and the captioner's soft and hard attention ("none":
-// the captioner's baseline, the mean of the cells), luong's score function otherwise
-std::string score_name(const models::ModelConfig& c) {
-  if (c.type == models::ModelType::ShowAttendTell) return c.image_attention == models::ImageAttention::None ? "none" : "additive";
-  return c.type == models::ModelType::RnnSearch ? "additive" : models::name(c.score);
-}
-
 }  // namespace
 
 nlohmann::json explanation_json(const Explanation& e, const TranslationModel& m, const ExplainOptions& o) {
   const models::ModelConfig& c = m.model->config();
   nlohmann::json j;
-  j["model"] = models::name(c.type);
-  j["score"] = score_name(c);
-  const bool local = c.type == models::ModelType::Luong && c.window != models::LuongWindow::Global;
-  j["window"] = local ? nlohmann::json{{"kind", models::name(c.window)}, {"D", c.window_half_width}}
-                      : nlohmann::json(nullptr);
+  // the kind describes its attention (models/kinds.h): its score function, a local window
+  const models::AttentionDescription attention = models::describe_attention(c);
+  j["model"] = c.type;
+  j["score"] = attention.score;
+  j["window"] = !attention.window.empty()
+                    ? nlohmann::json{{"kind", attention.window}, {"D", attention.window_half_width}}
+                    : nlohmann::json(nullptr);
   j["beam"] = o.beam;
   nlohmann::json src = nlohmann::json::array(), tgt = nlohmann::json::array(), steps = nlohmann::json::array();
   const std::optional<ImageModelInput> image = image_model_input(c);
   if (image) {  // the grid's cells, row by row
-    j["image_attention"] = models::name(c.image_attention);
+    j["image_attention"] = attention.image_attention;
     j["grid"] = {image->grid_h, image->grid_w};
     for (int r = 0; r < image->grid_h; ++r)
       for (int col = 0; col < image->grid_w; ++col) src.push_back("r" + std::to_string(r) + "c" + std::to_string(col));
@@ -167,7 +163,7 @@ namespace {
 ImageModelInput image_input_or_throw(const TranslationModel& m) {
   const std::optional<ImageModelInput> in = image_model_input(m.model->config());
   if (!in)
-    throw std::invalid_argument(std::string("explain: the model is ") + models::name(m.model->config().type) +
+    throw std::invalid_argument("explain: the model is " + m.model->config().type +
                                 ", which reads text, not images");
   return *in;
 }

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <stdexcept>
 
+#include "attn/models/kinds.h"
 #include "attn/nn/load_params.h"
 #include "attn/tensor/safetensors.h"
 
@@ -49,7 +50,7 @@ TranslationModel load_model_dir(const std::string& dir, const std::string& weigh
 TranslationModel load_translation_model(const std::string& dir, const std::string& weights) {
   TranslationModel tm = load_model_dir(dir, weights);
   if (models::reads_images(tm.model->config()))
-    throw std::runtime_error(dir + ": a captioning model (" + models::name(tm.model->config().type) +
+    throw std::runtime_error(dir + ": a captioning model (" + tm.model->config().type +
                              ") reads images, not text");
   return tm;
 }

@@ -1,6 +1,8 @@
 // Pieces shared by the translation models (internal to models/).
 #pragma once
 #include <memory>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "attn/models/config.h"
@@ -8,6 +10,14 @@
 #include "attn/nn/rnn.h"
 
 namespace attn::models::detail {
+
+// A model's own config section: throws std::invalid_argument "<cls>: config type is not <type>"
+// for a config of another kind.
+template <class T>
+const T& own_section(const ModelConfig& c, const char* cls, const char* type) {
+  if (c.type != type) throw std::invalid_argument(std::string(cls) + ": config type is not " + type);
+  return c.section<T>();
+}
 
 // [B] float-encoded lengths
 Tensor lengths_tensor(const std::vector<int64_t>& lengths);

@@ -13,11 +13,9 @@
 #include "attn/autograd/ops.h"
 #include "attn/cpu/threading.h"
 #include "attn/kernels/vocab_topk.h"
-#include "attn/models/luong.h"
+#include "attn/models/kinds.h"
 #include "attn/models/model_parts.h"
 #include "attn/models/output_loss.h"
-#include "attn/models/rnnsearch.h"
-#include "attn/models/show_attend_tell.h"
 
 namespace attn::models {
 
@@ -108,12 +106,7 @@ std::shared_ptr<const PreparedDecoder> Seq2SeqModel::prepare_decoder(int64_t max
 }
 
 std::unique_ptr<Seq2SeqModel> make_model(const ModelConfig& config, Rng& init, uint64_t dropout_seed) {
-  switch (config.type) {
-    case ModelType::RnnSearch: return std::make_unique<RnnSearch>(config, init, dropout_seed);
-    case ModelType::Luong: return std::make_unique<Luong>(config, init, dropout_seed);
-    case ModelType::ShowAttendTell: return std::make_unique<ShowAttendTell>(config, init, dropout_seed);
-  }
-  throw std::invalid_argument("make_model: unknown model type");
+  return model_kind(config.type).make(config, init, dropout_seed);
 }
 
 Tensor select_rows(const Tensor& x, const std::vector<int64_t>& rows) {

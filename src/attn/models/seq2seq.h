@@ -181,7 +181,8 @@ protected:
   Rng& dropout_rng_;
 };
 
-// Builds the model `config.type` names, parameters drawn from `init`; dropout
+// Builds the model of the kind `config.type` names in the table of kinds
+// (models/kinds.h), parameters drawn from `init`; dropout
 // masks from an Rng seeded with `dropout_seed`. Validates the config.
 std::unique_ptr<Seq2SeqModel> make_model(const ModelConfig& config, Rng& init, uint64_t dropout_seed);
 

@@ -61,7 +61,7 @@ void answer_failure(httplib::Response& res, const std::exception_ptr& e, const s
 
 // ---- what the model reads: text or images ----
 
-std::string model_type(const RouteContext& ctx) { return models::name(ctx.model.model->config().type); }
+std::string model_type(const RouteContext& ctx) { return ctx.model.model->config().type; }
 
 // 404 for a route of the other kind of model, naming the one to use
 void refuse_text_route(const RouteContext& ctx, const std::string& route, httplib::Response& res) {
@@ -183,7 +183,7 @@ void handle_health(const RouteContext& ctx, httplib::Response& res) {
   nlohmann::ordered_json j;
   j["status"] = "ok";
   j["model"] = ctx.options.model_name;
-  j["type"] = models::name(c.type);
+  j["type"] = c.type;
   j["input"] = ctx.image ? "image" : "text";
   if (ctx.image) {
     j["grid"] = {ctx.image->grid_h, ctx.image->grid_w};

@@ -13,6 +13,7 @@
 #include "attn/decode/search.h"
 #include "attn/eval/bleu.h"
 #include "attn/image/image_cache.h"
+#include "attn/models/kinds.h"
 #include "attn/train/run_data.h"
 #include "attn/train/seed.h"
 
@@ -136,6 +137,11 @@ public:
 
 private:
   void prepare(const PrintFn& print);  // examples, image caches, batchers
+  // the cells of the model's grid (the attention's keys per image)
+  int64_t cells() const {
+    const models::ImageShape s = models::image_shape(cfg_.model);
+    return s.grid_h * s.grid_w;
+  }
   // b with src = each image its source ids name once [U, 3, S, S], src_rows [B]
   // the image of each caption, src_lengths [U] = the grid's cells.
   data::Seq2SeqBatch with_images(data::Seq2SeqBatch b, const image::ImageCache& cache) const;
@@ -154,7 +160,7 @@ private:
 
 void CaptionTask::prepare(const PrintFn& print) {
   const auto t0 = std::chrono::steady_clock::now();
-  const int size = int(cfg_.model.image_size);
+  const int size = int(models::image_shape(cfg_.model).size);
   train_images_ = std::make_unique<image::ImageCache>(data_.train.paths, size);
   valid_images_ = std::make_unique<image::ImageCache>(data_.valid.paths, size);
   char buf[160];
@@ -188,7 +194,7 @@ data::Seq2SeqBatch CaptionTask::with_images(data::Seq2SeqBatch b, const image::I
     if (seen == slots.end()) slots.push_back(slot);
   }
   b.src = cache.batch(slots, caption_normalization());
-  b.src_lengths.assign(slots.size(), cfg_.model.grid * cfg_.model.grid);
+  b.src_lengths.assign(slots.size(), cells());
   return b;
 }
 
@@ -219,7 +225,7 @@ void CaptionTask::decode_valid(const models::Seq2SeqModel& model, Validation& v)
     std::vector<int64_t> slots;
     for (int64_t i = i0; i < std::min(n, i0 + t.valid_batch_sentences); ++i) slots.push_back(i);
     const Tensor images = valid_images_->batch(slots, caption_normalization());
-    const std::vector<int64_t> cells(slots.size(), cfg_.model.grid * cfg_.model.grid);
+    const std::vector<int64_t> cells(slots.size(), this->cells());
     for (const decode::SearchResult& r : decode::search(model, images, cells, so))
       hyps.push_back(r.hypotheses.empty() ? "" : vocab_.decode(r.hypotheses[0].tokens));
   }

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "attn/config/object_reader.h"
+#include "attn/models/kinds.h"
 
 namespace attn::train {
 namespace {
@@ -255,9 +256,9 @@ TrainConfig parse_train_config(const std::string& yaml_text, const std::vector<s
     c.train = read_train(t ? *t : empty);
     if (models::reads_images(c.model) != !c.data.captions.empty())
       throw std::invalid_argument(c.data.captions.empty()
-                                      ? "model.type show_attend_tell reads images: give data.captions (a Karpathy split JSON)"
-                                      : std::string("data.captions is for captioning: set model.type: show_attend_tell (not ") +
-                                            models::name(c.model.type) + ")");
+                                      ? "model.type " + c.model.type + " reads images: give data.captions (a Karpathy split JSON)"
+                                      : "data.captions is for captioning: set the model.type of an image model, e.g. "
+                                        "show_attend_tell (not " + c.model.type + ")");
     // The whole model config now, before any corpus is read or a vocabulary trained:
     // the vocabulary sizes are not known yet, so a placeholder stands in for them.
     models::ModelConfig probe = c.model;

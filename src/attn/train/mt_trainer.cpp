@@ -10,6 +10,7 @@
 
 #include "attn/autograd/node.h"
 #include "attn/cpu/threading.h"
+#include "attn/models/kinds.h"
 #include "attn/tensor/safetensors.h"
 #include "attn/train/caption_task.h"
 #include "attn/train/checkpoint_slot.h"
@@ -143,7 +144,7 @@ std::unique_ptr<models::Seq2SeqModel> TranslationRun::build_model() const {
 void TranslationRun::print_header() const {
   char buf[200];
   std::snprintf(buf, sizeof buf, "%s %s: %lld parameters | ", run_.resume ? "resuming" : "training",
-                models::name(model_config_.type), (long long)model_->num_parameters());
+                model_config_.type.c_str(), (long long)model_->num_parameters());
   std::string line = buf + task_->describe();
   std::snprintf(buf, sizeof buf, " | %d threads%s", num_threads(),
                 run_.resume ? (" at step " + std::to_string(state_.position.step)).c_str() : "");

@@ -23,13 +23,14 @@
 #pragma once
 #include <memory>
 
-#include "attn/models/seq2seq.h"
+#include "attn/models/rnnsearch/rnnsearch_config.h"
+#include "attn/models/rnn/rnn_text_model.h"
 #include "attn/nn/layers.h"
 #include "attn/nn/rnn.h"
 
 namespace attn::models {
 
-class RnnSearch : public Seq2SeqModel {
+class RnnSearch : public RnnTextModel {
 public:
   // Validates `config` (type rnnsearch); parameters from `init`.
   RnnSearch(const ModelConfig& config, Rng& init, uint64_t dropout_seed);
@@ -38,15 +39,13 @@ public:
   StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev, int64_t t,
                   StepDetail detail = StepDetail::Weights) const override;
   Tensor forced_features(const data::Seq2SeqBatch& b) const override;
-  OutputLayer output_layer() const override { return {out_w_, out_b_}; }
-  // The decoder state is "s" [N, Hd]; the fused search step (rnnsearch_search.h)
-  // updates it in place. Throws std::logic_error in
-  // training mode, std::invalid_argument for weights another model prepared.
-  std::unique_ptr<StepDecoder> decoder(const EncoderMemory& memory, int64_t max_rows,
-                                       std::shared_ptr<const PreparedDecoder> prepared = nullptr) const override;
-  std::shared_ptr<const PreparedDecoder> prepare_decoder(int64_t max_rows) const override;
+  // decoder(): the fused search step (rnnsearch_search.h), which updates the
+  // decoder state "s" [N, Hd] in place (RnnTextModel: prepared weights, errors).
 
 private:
+  std::shared_ptr<const PreparedDecoder> prepare_fused(StepPacking packing) const override;
+  std::unique_ptr<StepDecoder> fused_decoder(std::shared_ptr<const PreparedDecoder> prepared,
+                                             const EncoderMemory& memory, int64_t max_rows) const override;
   struct StepResult {
     Tensor s;        // [N, Hd] new decoder state
     Tensor context;  // [N, Dv]
@@ -57,9 +56,8 @@ private:
   StepResult decoder_step(const EncoderMemory& m, const Tensor& emb, const Tensor& s, bool need_scores = false) const;
   // s [M, Hd], c [M, Dv], emb [M, E] -> t [M, R] (dropout applied in training)
   Tensor readout(const Tensor& s, const Tensor& c, const Tensor& emb) const;
-  Tensor drop(const Tensor& x) const;
 
-  std::shared_ptr<nn::Embedding> src_embed_, tgt_embed_;
+  const RnnSearchConfig& cfg_;  // config_'s section
   std::shared_ptr<nn::GRU> encoder_;
   std::shared_ptr<nn::Linear> init_;            // absent for decoder_init: zero
   std::shared_ptr<nn::Linear> key_;             // U [A, Dv], b_U [A]
@@ -67,7 +65,6 @@ private:
   Tensor score_v_;                              // v [A]
   std::shared_ptr<nn::GRUCell> decoder_;        // input E + Dv
   std::shared_ptr<nn::Linear> readout_;         // W_o [R, Hd + Dv + E]
-  Tensor out_w_, out_b_;                        // W_y [V, R] (the target embedding when tied), b_y [V]
 };
 
 }  // namespace attn::models

@@ -25,8 +25,9 @@
 #include <memory>
 #include <string>
 
-#include "attn/models/luong_decoder.h"
-#include "attn/models/rnnsearch_search.h"
+#include "attn/models/luong/luong_decoder.h"
+#include "attn/models/seq2seq.h"
+#include "attn/models/step_packing.h"
 
 namespace attn::models {
 

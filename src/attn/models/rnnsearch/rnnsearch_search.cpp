@@ -2,7 +2,7 @@
 // buffers. The per-row loops are kernels/rnnsearch_rows.cpp, compiled per
 // instruction set; the products go through nn::StepLinear and the GRU gates
 // through rnn_kernels, both dispatched as well.
-#include "attn/models/rnnsearch_search.h"
+#include "attn/models/rnnsearch/rnnsearch_search.h"
 
 #include <omp.h>
 

@@ -11,7 +11,7 @@
 #pragma once
 #include <cstdint>
 
-#include "attn/models/config.h"
+#include "attn/models/rnn/rnn_config.h"
 #include "attn/nn/step_linear.h"
 
 namespace attn::models::detail {

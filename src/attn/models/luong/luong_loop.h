@@ -8,8 +8,8 @@
 #include <memory>
 #include <vector>
 
-#include "attn/models/decoder_loop.h"
-#include "attn/models/luong_decoder.h"
+#include "attn/models/rnn/decoder_loop.h"
+#include "attn/models/luong/luong_decoder.h"
 
 namespace attn::models::detail {
 

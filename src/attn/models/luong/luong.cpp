@@ -1,4 +1,4 @@
-#include "attn/models/luong.h"
+#include "attn/models/luong/luong.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -7,28 +7,23 @@
 #include "attn/attention/attention.h"
 #include "attn/autograd/ops_sequence.h"
 #include "attn/models/model_parts.h"
-#include "attn/models/luong_decoder.h"
-#include "attn/models/luong_search.h"
+#include "attn/models/luong/luong_decoder.h"
+#include "attn/models/luong/luong_search.h"
 #include "attn/models/output_loss.h"
 
 namespace attn::models {
 
-Luong::Luong(const ModelConfig& c, Rng& rng, uint64_t dropout_seed) : Seq2SeqModel(c, dropout_seed) {
-  if (c.type != ModelType::Luong) throw std::invalid_argument("Luong: config type is not luong");
+Luong::Luong(const ModelConfig& c, Rng& rng, uint64_t dropout_seed)
+    : RnnTextModel(c, dropout_seed, "luong"), cfg_(detail::own_section<LuongConfig>(config_, "Luong", "luong")) {
   validate(c);
-  const int64_t E = c.embed, Dv = c.encoder_hidden * (c.bidirectional ? 2 : 1), Hd = c.decoder_hidden,
-                A = c.attention, L = c.decoder_layers;
-  if (c.tied_embeddings == TiedEmbeddings::All) {
-    src_embed_ = tgt_embed_ = register_module("embed", detail::make_embedding(c.tgt_vocab, c, rng));
-  } else {
-    src_embed_ = register_module("src_embed", detail::make_embedding(c.src_vocab, c, rng));
-    tgt_embed_ = register_module("tgt_embed", detail::make_embedding(c.tgt_vocab, c, rng));
-  }
+  const int64_t E = c.embed, Dv = cfg_.encoder_hidden * (cfg_.bidirectional ? 2 : 1), Hd = cfg_.decoder_hidden,
+                A = cfg_.attention, L = cfg_.decoder_layers;
+  make_embeddings(rng);
   nn::RnnOptions enc;
   enc.input_size = E;
-  enc.hidden_size = c.encoder_hidden;
-  enc.num_layers = c.encoder_layers;
-  enc.bidirectional = c.bidirectional;
+  enc.hidden_size = cfg_.encoder_hidden;
+  enc.num_layers = cfg_.encoder_layers;
+  enc.bidirectional = cfg_.bidirectional;
   enc.dropout = 0.0f;  // between layers: applied by detail::run_encoder with the model's dropout Rng
   nn::RnnOptions dec;
   dec.input_size = E + Hd;  // input feeding: [E y_{t-1}; h̃_{t-1}]
@@ -39,13 +34,13 @@ Luong::Luong(const ModelConfig& c, Rng& rng, uint64_t dropout_seed) : Seq2SeqMod
   } else {
     enc_gru_ = register_module("encoder", std::make_shared<nn::GRU>(enc, rng));
   }
-  if (c.decoder_init != DecoderInit::Zero)
+  if (cfg_.decoder_init != DecoderInit::Zero)
     init_ = register_module("init", std::make_shared<nn::Linear>(Dv, Hd, true, rng));
   if (lstm())
     dec_lstm_ = register_module("decoder", std::make_shared<nn::LSTM>(dec, rng));
   else
     dec_gru_ = register_module("decoder", std::make_shared<nn::GRU>(dec, rng));
-  switch (c.score) {
+  switch (cfg_.score) {
     case LuongScore::Dot: break;
     case LuongScore::General: general_w_ = register_parameter("attention.W", detail::uniform_param({Hd, Dv}, Dv, rng)); break;
     case LuongScore::Concat:
@@ -54,25 +49,19 @@ Luong::Luong(const ModelConfig& c, Rng& rng, uint64_t dropout_seed) : Seq2SeqMod
       concat_v_ = register_parameter("attention.v", detail::uniform_param({A}, A, rng));
       break;
   }
-  if (c.window == LuongWindow::LocalP) {
+  if (cfg_.window == LuongWindow::LocalP) {
     local_wp_ = register_parameter("attention.local.Wp", detail::uniform_param({A, Hd}, Hd, rng));
     local_vp_ = register_parameter("attention.local.vp", detail::uniform_param({A}, A, rng));
   }
   combine_ = register_module("combine", std::make_shared<nn::Linear>(Dv + Hd, Hd, false, rng));
-  if (c.tied_embeddings == TiedEmbeddings::None)
-    out_w_ = register_parameter("output.weight", detail::uniform_param({c.tgt_vocab, Hd}, Hd, rng));
-  else
-    out_w_ = tgt_embed_->weight;  // [V, E], Hd == E (validated)
-  out_b_ = register_parameter("output.bias", detail::uniform_param({c.tgt_vocab}, Hd, rng));
+  make_output(Hd, rng);  // W_s [V, Hd], b [V]
 }
 
 Tensor Luong::feed(const DecoderState& s) const { return s.live(luong_state::kFeed); }
 
-Tensor Luong::drop(const Tensor& x) const { return dropout(x, float(config_.dropout), is_training(), dropout_rng_); }
-
 Encoded Luong::encode(const Tensor& src, const std::vector<int64_t>& lengths) const {
   detail::check_source("luong", src, lengths, config_.src_vocab);
-  const int64_t B = src.size(0), Hd = config_.decoder_hidden, L = config_.decoder_layers;
+  const int64_t B = src.size(0), Hd = cfg_.decoder_hidden, L = cfg_.decoder_layers;
   Tensor emb = drop(src_embed_->forward(src));  // [B, S, E]
   const nn::RnnStack& stack = lstm() ? static_cast<const nn::RnnStack&>(*enc_lstm_) : *enc_gru_;
   Tensor out = detail::run_encoder(stack, lstm(), emb, lengths, float(config_.dropout), is_training(), dropout_rng_)
@@ -80,10 +69,10 @@ Encoded Luong::encode(const Tensor& src, const std::vector<int64_t>& lengths) co
   Encoded e;
   e.memory.values() = out;
   e.memory.lengths() = detail::lengths_tensor(lengths);
-  switch (config_.score) {
+  switch (cfg_.score) {
     case LuongScore::Dot: e.memory.keys() = out; break;
     case LuongScore::General:  // W_a h̄_s / sqrt(Hd) [B, S, Hd] (luong.h: why the scale)
-      e.memory.keys() = affine(linear(out, general_w_, Tensor()), 1.0f / std::sqrt(float(config_.decoder_hidden)));
+      e.memory.keys() = affine(linear(out, general_w_, Tensor()), 1.0f / std::sqrt(float(cfg_.decoder_hidden)));
       break;
     case LuongScore::Concat: e.memory.keys() = attention::project_keys(out, concat_k_, Tensor()); break;  // [B, S, A]
   }
@@ -99,7 +88,7 @@ Encoded Luong::encode(const Tensor& src, const std::vector<int64_t>& lengths) co
 
 Luong::StepResult Luong::decoder_step(const EncoderMemory& m, const Tensor& emb, const DecoderState& s, int64_t t,
                                       bool need_internals) const {
-  const int64_t N = emb.size(0), L = config_.decoder_layers, Hd = config_.decoder_hidden, S = m.values().size(1),
+  const int64_t N = emb.size(0), L = cfg_.decoder_layers, Hd = cfg_.decoder_hidden, S = m.values().size(1),
                 Dv = m.values().size(2);
   const std::vector<int64_t> ones(size_t(N), 1);
   StepResult r;
@@ -122,7 +111,7 @@ Luong::StepResult Luong::decoder_step(const EncoderMemory& m, const Tensor& emb,
   }
   // h = h_t [N, Hd], the top layer's
   Tensor context;
-  if (config_.score == LuongScore::Concat) {
+  if (cfg_.score == LuongScore::Concat) {
     // v_a^T tanh(W_a [h_t; h̄_s]) = v_a^T tanh(W_q h_t + W_k h̄_s): the fused additive step
     attention::AdditiveStepOutput a =
         attention::additive_step(h, m.keys(), m.values(), concat_q_, concat_v_, m.lengths(), need_internals);
@@ -134,13 +123,13 @@ Luong::StepResult Luong::decoder_step(const EncoderMemory& m, const Tensor& emb,
     o.mask.key_lengths = m.lengths();
     o.need_weights = true;
     o.need_scores = need_internals;
-    if (config_.window == LuongWindow::LocalM) {
+    if (cfg_.window == LuongWindow::LocalM) {
       o.local.window = attention::Window::LocalMonotonic;
-      o.local.half_width = config_.window_half_width;
+      o.local.half_width = cfg_.window_half_width;
       o.local.position_offset = t;  // p_t = t
-    } else if (config_.window == LuongWindow::LocalP) {
+    } else if (cfg_.window == LuongWindow::LocalP) {
       o.local.window = attention::Window::LocalPredictive;
-      o.local.half_width = config_.window_half_width;
+      o.local.half_width = cfg_.window_half_width;
       o.local.Wp = local_wp_;
       o.local.vp = local_vp_;
     }
@@ -166,10 +155,10 @@ Luong::StepResult Luong::decoder_step(const EncoderMemory& m, const Tensor& emb,
 
 StepOutput Luong::step(const EncoderMemory& m, const DecoderState& state, const Tensor& prev, int64_t t,
                        StepDetail detail) const {
-  const size_t want = size_t(config_.decoder_layers * (lstm() ? 2 : 1) + 1);
+  const size_t want = size_t(cfg_.decoder_layers * (lstm() ? 2 : 1) + 1);
   bool ok = state.buffers().size() == want && state.has(luong_state::kFeed) && prev.defined() && prev.dim() == 1 &&
             prev.size(0) == state.rows();
-  for (int64_t l = 0; ok && l < config_.decoder_layers; ++l)
+  for (int64_t l = 0; ok && l < cfg_.decoder_layers; ++l)
     ok = state.has(luong_state::h(l)) && (!lstm() || state.has(luong_state::c(l)));
   if (!ok) throw std::invalid_argument("luong step: expects the state from encode()/step() and prev [N]");
   StepResult r = decoder_step(m, tgt_embed_->forward(prev), state, t, detail == StepDetail::Internals);
@@ -199,36 +188,34 @@ Tensor Luong::forced_features_by_steps(const data::Seq2SeqBatch& b) const {
 
 LuongLoopWeights Luong::loop_weights() const {
   LuongLoopWeights w;
-  w.cell = config_.cell;
-  for (int64_t l = 0; l < config_.decoder_layers; ++l)
+  w.cell = cfg_.cell;
+  for (int64_t l = 0; l < cfg_.decoder_layers; ++l)
     w.layers.push_back(lstm() ? dec_lstm_->weights(l, 0) : dec_gru_->weights(l, 0));
-  w.score = config_.score;
+  w.score = cfg_.score;
   w.concat_q = concat_q_, w.concat_v = concat_v_;
-  w.window = config_.window;
-  w.half_width = config_.window_half_width;
+  w.window = cfg_.window;
+  w.half_width = cfg_.window_half_width;
   w.local_wp = local_wp_, w.local_vp = local_vp_;
   w.combine = combine_->weight;
   return w;
 }
 
-std::shared_ptr<const PreparedDecoder> Luong::prepare_decoder(int64_t max_rows) const {
-  if (is_training()) throw std::logic_error("luong decoder: the model is in training mode (dropout active)");
+std::shared_ptr<const PreparedDecoder> Luong::prepare_fused(StepPacking packing) const {
   LuongStepWeights w;
   w.embed = tgt_embed_->weight;
   w.loop = loop_weights();
   w.w_s = out_w_, w.b_s = out_b_;
-  return prepare_luong_decoder(w, max_rows >= kPackRows ? StepPacking::Packed : StepPacking::RowMajor);
+  return prepare_luong_decoder(w, packing);
 }
 
-std::unique_ptr<StepDecoder> Luong::decoder(const EncoderMemory& memory, int64_t max_rows,
-                                            std::shared_ptr<const PreparedDecoder> prepared) const {
-  if (is_training()) throw std::logic_error("luong decoder: the model is in training mode (dropout active)");
-  return make_luong_decoder(prepared ? std::move(prepared) : prepare_decoder(max_rows), memory, max_rows);
+std::unique_ptr<StepDecoder> Luong::fused_decoder(std::shared_ptr<const PreparedDecoder> prepared,
+                                                  const EncoderMemory& memory, int64_t max_rows) const {
+  return make_luong_decoder(std::move(prepared), memory, max_rows);
 }
 
 Tensor Luong::forced_features(const data::Seq2SeqBatch& b) const {
   Encoded e = encode(b.src, b.src_lengths);
-  const int64_t B = b.tgt_in.size(0), T = b.tgt_in.size(1), L = config_.decoder_layers, Hd = config_.decoder_hidden;
+  const int64_t B = b.tgt_in.size(0), T = b.tgt_in.size(1), L = cfg_.decoder_layers, Hd = cfg_.decoder_hidden;
   LuongLoopInputs in;
   in.emb = drop(tgt_embed_->forward(time_major(b.tgt_in)));  // [T, B, E]
   in.keys = e.memory.keys(), in.values = e.memory.values(), in.lengths = e.memory.lengths();

@@ -8,8 +8,8 @@
 #include "attn/cpu/threading.h"
 #include "attn/kernels/luong_rows.h"
 #include "attn/kernels/rnnsearch_rows.h"
-#include "attn/models/decoder_cell.h"
-#include "attn/models/luong_loop.h"
+#include "attn/models/rnn/decoder_cell.h"
+#include "attn/models/luong/luong_loop.h"
 #include "attn/models/model_parts.h"
 #include "attn/tensor/kernels.h"
 

@@ -2,7 +2,7 @@
 // the backward is luong_decoder_backward.cpp. The loop and its cells are
 // decoder_loop.h's (shared with rnnsearch's loop), the attention rows
 // kernels/luong_rows.h's (dot, general) and kernels/rnnsearch_rows.h's additive rows (concat).
-#include "attn/models/luong_decoder.h"
+#include "attn/models/luong/luong_decoder.h"
 
 #include <omp.h>
 
@@ -15,8 +15,8 @@
 #include "attn/cpu/threading.h"
 #include "attn/kernels/luong_rows.h"
 #include "attn/kernels/rnnsearch_rows.h"
-#include "attn/models/decoder_cell.h"
-#include "attn/models/luong_loop.h"
+#include "attn/models/rnn/decoder_cell.h"
+#include "attn/models/luong/luong_loop.h"
 #include "attn/models/model_parts.h"
 #include "attn/tensor/kernels.h"
 

@@ -32,7 +32,8 @@
 #pragma once
 #include <memory>
 
-#include "attn/models/seq2seq.h"
+#include "attn/models/luong/luong_config.h"
+#include "attn/models/rnn/rnn_text_model.h"
 #include "attn/nn/layers.h"
 #include "attn/nn/rnn.h"
 
@@ -40,7 +41,7 @@ namespace attn::models {
 
 struct LuongLoopWeights;  // luong_decoder.h (internal: not installed)
 
-class Luong : public Seq2SeqModel {
+class Luong : public RnnTextModel {
 public:
   // Validates `config` (type luong); parameters from `init`.
   Luong(const ModelConfig& config, Rng& init, uint64_t dropout_seed);
@@ -53,14 +54,12 @@ public:
   // The same features from T composable steps (decoder_step, the ops step()
   // runs): the reference the tests hold the fused loop to. [T * B, Hd]
   Tensor forced_features_by_steps(const data::Seq2SeqBatch& b) const;
-  OutputLayer output_layer() const override { return {out_w_, out_b_}; }
-  // The fused search step (luong_search.h). Throws std::logic_error in
-  // training mode, std::invalid_argument for weights another model prepared.
-  std::unique_ptr<StepDecoder> decoder(const EncoderMemory& memory, int64_t max_rows,
-                                       std::shared_ptr<const PreparedDecoder> prepared = nullptr) const override;
-  std::shared_ptr<const PreparedDecoder> prepare_decoder(int64_t max_rows) const override;
+  // decoder(): the fused search step (luong_search.h; RnnTextModel: prepared weights, errors).
 
 private:
+  std::shared_ptr<const PreparedDecoder> prepare_fused(StepPacking packing) const override;
+  std::unique_ptr<StepDecoder> fused_decoder(std::shared_ptr<const PreparedDecoder> prepared,
+                                             const EncoderMemory& memory, int64_t max_rows) const override;
   // Decoder state: luong_state's names (luong_search.h), h and c (LSTM only) per
   // layer and h̃, each [N, Hd]; local-m centres its window on the step number t.
   struct StepResult {
@@ -72,11 +71,10 @@ private:
   StepResult decoder_step(const EncoderMemory& m, const Tensor& emb, const DecoderState& s, int64_t t,
                           bool need_internals = false) const;
   Tensor feed(const DecoderState& s) const;  // h̃ [N, Hd]
-  Tensor drop(const Tensor& x) const;
   LuongLoopWeights loop_weights() const;
-  bool lstm() const { return config_.cell == CellType::Lstm; }
+  bool lstm() const { return cfg_.cell == CellType::Lstm; }
 
-  std::shared_ptr<nn::Embedding> src_embed_, tgt_embed_;
+  const LuongConfig& cfg_;  // config_'s section
   std::shared_ptr<nn::GRU> enc_gru_, dec_gru_;      // cell: gru
   std::shared_ptr<nn::LSTM> enc_lstm_, dec_lstm_;   // cell: lstm (the decoder's weights run one step at a time)
   std::shared_ptr<nn::Linear> init_;                 // absent for decoder_init: zero
@@ -84,7 +82,6 @@ private:
   Tensor concat_q_, concat_k_, concat_v_;            // concat: W_a's query part [A, Hd], key part [A, Dv], v_a [A]
   Tensor local_wp_, local_vp_;                       // local-p: W_p [A, Hd], v_p [A]
   std::shared_ptr<nn::Linear> combine_;              // W_c [Hd, Dv + Hd] (no bias, as the paper)
-  Tensor out_w_, out_b_;                             // W_s [V, Hd] (target embedding when tied), b [V]
 };
 
 }  // namespace attn::models

@@ -1,4 +1,4 @@
-#include "attn/models/show_attend_tell.h"
+#include "attn/models/show_attend_tell/show_attend_tell.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,7 +14,7 @@
 namespace attn::models {
 namespace {
 
-nn::CnnEncoderOptions cnn_options(const ModelConfig& c) {
+nn::CnnEncoderOptions cnn_options(const ShowAttendTellConfig& c) {
   nn::CnnEncoderOptions o;
   o.channels.clear();
   for (int64_t k = 0, ch = c.cnn_channels; k < cnn_blocks(c); ++k, ch *= 2) o.channels.push_back(ch);
@@ -42,16 +42,17 @@ Tensor one_hot(const std::vector<int64_t>& cells, int64_t L) {
 }  // namespace
 
 ShowAttendTell::ShowAttendTell(const ModelConfig& c, Rng& rng, uint64_t dropout_seed)
-    : Seq2SeqModel(c, dropout_seed), attention_rng_(register_rng("attention_rng", dropout_seed ^ 0xa77e4710ULL)) {
-  if (c.type != ModelType::ShowAttendTell) throw std::invalid_argument("ShowAttendTell: config type is not show_attend_tell");
+    : Seq2SeqModel(c, dropout_seed),
+      cfg_(detail::own_section<ShowAttendTellConfig>(config_, "ShowAttendTell", "show_attend_tell")),
+      attention_rng_(register_rng("attention_rng", dropout_seed ^ 0xa77e4710ULL)) {
   validate(c);
-  cnn_ = register_module("encoder", std::make_shared<nn::CnnEncoder>(cnn_options(c), rng));
-  const int64_t D = cnn_->feature_dim(), E = c.embed, Hd = c.decoder_hidden, A = c.attention;
-  const int64_t L = c.grid * c.grid;
+  cnn_ = register_module("encoder", std::make_shared<nn::CnnEncoder>(cnn_options(cfg_), rng));
+  const int64_t D = cnn_->feature_dim(), E = c.embed, Hd = cfg_.decoder_hidden, A = cfg_.attention;
+  const int64_t L = cfg_.grid * cfg_.grid;
   grid_position_ = register_parameter("grid_position", detail::uniform_param({L, D}, 1, rng));
   init_h_ = register_module("init_h", std::make_shared<nn::Linear>(D, Hd, true, rng));
   init_c_ = register_module("init_c", std::make_shared<nn::Linear>(D, Hd, true, rng));
-  if (c.image_attention != ImageAttention::None) {  // the baseline has no scores: no dead parameters
+  if (cfg_.image_attention != ImageAttention::None) {  // the baseline has no scores: no dead parameters
     key_w_ = register_parameter("attention.key.weight", detail::uniform_param({A, D}, D, rng));
     key_b_ = register_parameter("attention.key.bias", detail::uniform_param({A}, D, rng));
     query_w_ = register_parameter("attention.query.weight", detail::uniform_param({A, Hd}, Hd, rng));
@@ -73,7 +74,7 @@ ShowAttendTell::ShowAttendTell(const ModelConfig& c, Rng& rng, uint64_t dropout_
 Tensor ShowAttendTell::drop(const Tensor& x) const { return dropout(x, float(config_.dropout), is_training(), dropout_rng_); }
 
 Encoded ShowAttendTell::encode(const Tensor& src, const std::vector<int64_t>& lengths) const {
-  const int64_t S = config_.image_size;
+  const int64_t S = cfg_.image_size;
   if (!src.defined() || src.dim() != 4 || src.size(1) != 3 || src.size(2) != S || src.size(3) != S)
     throw std::invalid_argument("show_attend_tell: src must be images [batch, 3, " + std::to_string(S) + ", " +
                                 std::to_string(S) + "], got " + shape_str(src));
@@ -119,7 +120,7 @@ ShowAttendTell::Attended ShowAttendTell::attend(const EncoderMemory& m, const Te
                                                 const Tensor& expected_rows) const {
   const int64_t N = h.size(0), L = m.values().size(1), D = m.values().size(2);
   Attended r;
-  switch (config_.image_attention) {
+  switch (cfg_.image_attention) {
     case ImageAttention::Soft: {
       attention::AdditiveStepOutput a = attention::additive_step(h, m.keys(), m.values(), query_w_, score_v_, m.lengths(),
                                                                  need_scores);
@@ -205,10 +206,10 @@ ShowAttendTell::ForcedRun ShowAttendTell::run_forced(const data::Seq2SeqBatch& b
   ForcedRun run;
   run.drawn.assign(size_t(B), 1.0f);
   Tensor expected_rows;  // [B]: hard attention's captions that take the expected context at every step
-  if (config_.image_attention == ImageAttention::Hard && is_training() && config_.hard_expected_prob > 0) {
+  if (cfg_.image_attention == ImageAttention::Hard && is_training() && cfg_.hard_expected_prob > 0) {
     expected_rows = Tensor::empty({B});
     for (int64_t k = 0; k < B; ++k) {
-      const bool expected = attention_rng_.uniform() < config_.hard_expected_prob;
+      const bool expected = attention_rng_.uniform() < cfg_.hard_expected_prob;
       expected_rows.data()[k] = expected ? 1.0f : 0.0f;
       run.drawn[size_t(k)] = expected ? 0.0f : 1.0f;
     }
@@ -243,7 +244,7 @@ ShowAttendTell::LossTerms ShowAttendTell::loss_terms(const data::Seq2SeqBatch& b
   ForcedRun run = run_forced(b);
   LossTerms terms;
   terms.cross_entropy = cross_entropy_of(run.features, b, options);
-  if (!is_training() || config_.image_attention == ImageAttention::None) return terms;
+  if (!is_training() || cfg_.image_attention == ImageAttention::None) return terms;
   const int64_t T = int64_t(run.weights.size()), B = b.tgt_in.size(0), L = run.weights[0].size(1);
   Tensor mask = target_mask(b, config_.specials.pad);  // [T, B]
   std::vector<Tensor> mask_t = unbind0(mask);          // T x [B] (constants)
@@ -255,8 +256,8 @@ ShowAttendTell::LossTerms ShowAttendTell::loss_terms(const data::Seq2SeqBatch& b
   for (int64_t t = 0; t < T; ++t)
     attention_sum = attention_sum + run.weights[size_t(t)] * reshape(mask_t[size_t(t)], {B, 1});
   Tensor gap = affine(attention_sum, -1.0f, 1.0f);
-  terms.regulariser = sum_all(gap * gap) * float(config_.attention_reg * per_token);
-  if (config_.image_attention != ImageAttention::Hard) return terms;
+  terms.regulariser = sum_all(gap * gap) * float(cfg_.attention_reg * per_token);
+  if (cfg_.image_attention != ImageAttention::Hard) return terms;
   // REINFORCE. The choice s_t is weighed by the reward to go, R_tb = sum_{t' >= t} r_t'b
   // with r_tb = log p(y_tb | s_b, a), less the baseline of as many tokens n_tb: the
   // words before t do not depend on s_t, so their terms average to 0
@@ -296,10 +297,10 @@ ShowAttendTell::LossTerms ShowAttendTell::loss_terms(const data::Seq2SeqBatch& b
     reinforce_sum = reinforce_sum + sum_all(run.log_choice[size_t(t)] * advantage);
     entropy = entropy + run.entropy[size_t(t)] * mask_t[size_t(t)];
   }
-  terms.reinforce = reinforce_sum * float(-config_.reinforce_weight * per_token);
-  terms.entropy = sum_all(entropy) * float(-config_.entropy_bonus * per_token);
+  terms.reinforce = reinforce_sum * float(-cfg_.reinforce_weight * per_token);
+  terms.entropy = sum_all(entropy) * float(-cfg_.entropy_bonus * per_token);
   if (std::isfinite(mean_r)) {  // a non-finite batch (its update is skipped), or one that drew no cell, leaves it alone
-    const double decay = base[1] > 0 ? config_.baseline_decay : 0.0;
+    const double decay = base[1] > 0 ? cfg_.baseline_decay : 0.0;
     base[0] = float(decay * double(base[0]) + (1 - decay) * mean_r);
     base[1] += 1;
   }

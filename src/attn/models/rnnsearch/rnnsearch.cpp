@@ -1,50 +1,39 @@
-#include "attn/models/rnnsearch.h"
+#include "attn/models/rnnsearch/rnnsearch.h"
 
 #include <stdexcept>
 
 #include "attn/attention/additive_step.h"
 #include "attn/models/model_parts.h"
 #include "attn/models/output_loss.h"
-#include "attn/models/rnnsearch_decoder.h"
-#include "attn/models/rnnsearch_search.h"
+#include "attn/models/rnnsearch/rnnsearch_decoder.h"
+#include "attn/models/rnnsearch/rnnsearch_search.h"
 
 namespace attn::models {
 
-RnnSearch::RnnSearch(const ModelConfig& c, Rng& rng, uint64_t dropout_seed) : Seq2SeqModel(c, dropout_seed) {
-  if (c.type != ModelType::RnnSearch) throw std::invalid_argument("RnnSearch: config type is not rnnsearch");
+RnnSearch::RnnSearch(const ModelConfig& c, Rng& rng, uint64_t dropout_seed)
+    : RnnTextModel(c, dropout_seed, "rnnsearch"), cfg_(detail::own_section<RnnSearchConfig>(config_, "RnnSearch", "rnnsearch")) {
   validate(c);
-  const int64_t E = c.embed, He = c.encoder_hidden, Dv = 2 * He, Hd = c.decoder_hidden, A = c.attention,
-                R = c.readout;
-  if (c.tied_embeddings == TiedEmbeddings::All) {
-    src_embed_ = tgt_embed_ = register_module("embed", detail::make_embedding(c.tgt_vocab, c, rng));
-  } else {
-    src_embed_ = register_module("src_embed", detail::make_embedding(c.src_vocab, c, rng));
-    tgt_embed_ = register_module("tgt_embed", detail::make_embedding(c.tgt_vocab, c, rng));
-  }
+  const int64_t E = c.embed, He = cfg_.encoder_hidden, Dv = 2 * He, Hd = cfg_.decoder_hidden, A = cfg_.attention,
+                R = cfg_.readout;
+  make_embeddings(rng);
   nn::RnnOptions ro;
   ro.input_size = E;
   ro.hidden_size = He;
-  ro.num_layers = c.encoder_layers;
+  ro.num_layers = cfg_.encoder_layers;
   ro.bidirectional = true;
   ro.dropout = 0.0f;  // between layers: applied by detail::run_encoder with the model's dropout Rng
   encoder_ = register_module("encoder", std::make_shared<nn::GRU>(ro, rng));
-  if (c.decoder_init == DecoderInit::Mean)
+  if (cfg_.decoder_init == DecoderInit::Mean)
     init_ = register_module("init", std::make_shared<nn::Linear>(Dv, Hd, true, rng));
-  else if (c.decoder_init == DecoderInit::Backward)
+  else if (cfg_.decoder_init == DecoderInit::Backward)
     init_ = register_module("init", std::make_shared<nn::Linear>(He, Hd, true, rng));
   key_ = register_module("attention.key", std::make_shared<nn::Linear>(Dv, A, true, rng));
   query_w_ = register_parameter("attention.query.weight", detail::uniform_param({A, Hd}, Hd, rng));
   score_v_ = register_parameter("attention.v", detail::uniform_param({A}, A, rng));
   decoder_ = register_module("decoder", std::make_shared<nn::GRUCell>(E + Dv, Hd, rng));
   readout_ = register_module("readout", std::make_shared<nn::Linear>(Hd + Dv + E, R, true, rng));
-  if (c.tied_embeddings == TiedEmbeddings::None)
-    out_w_ = register_parameter("output.weight", detail::uniform_param({c.tgt_vocab, R}, R, rng));
-  else
-    out_w_ = tgt_embed_->weight;  // [V, E], R == E (validated)
-  out_b_ = register_parameter("output.bias", detail::uniform_param({c.tgt_vocab}, R, rng));
+  make_output(R, rng);  // W_y [V, R], b_y [V]
 }
-
-Tensor RnnSearch::drop(const Tensor& x) const { return dropout(x, float(config_.dropout), is_training(), dropout_rng_); }
 
 Encoded RnnSearch::encode(const Tensor& src, const std::vector<int64_t>& lengths) const {
   detail::check_source("rnnsearch", src, lengths, config_.src_vocab);
@@ -57,14 +46,14 @@ Encoded RnnSearch::encode(const Tensor& src, const std::vector<int64_t>& lengths
   e.memory.keys() = attention::project_keys(enc.output, key_->weight, key_->bias);  // [B, S, A], once per batch
   e.memory.lengths() = detail::lengths_tensor(lengths);
   Tensor s0;
-  switch (config_.decoder_init) {
+  switch (cfg_.decoder_init) {
     case DecoderInit::Mean:  // s0 = tanh(W mean_j h_j + b)
       s0 = tanh(init_->forward(detail::mean_over_valid(enc.output, lengths)));
       break;
     case DecoderInit::Backward:  // s0 = tanh(W h_1^bwd + b): the last layer's reverse final state
       s0 = tanh(init_->forward(enc.last_reverse));
       break;
-    case DecoderInit::Zero: s0 = Tensor::zeros({B, config_.decoder_hidden}); break;
+    case DecoderInit::Zero: s0 = Tensor::zeros({B, cfg_.decoder_hidden}); break;
   }
   e.state.set("s", s0);
   return e;
@@ -110,26 +99,24 @@ StepOutput RnnSearch::step(const EncoderMemory& m, const DecoderState& state, co
   return out;
 }
 
-std::shared_ptr<const PreparedDecoder> RnnSearch::prepare_decoder(int64_t max_rows) const {
-  if (is_training()) throw std::logic_error("rnnsearch decoder: the model is in training mode (dropout active)");
+std::shared_ptr<const PreparedDecoder> RnnSearch::prepare_fused(StepPacking packing) const {
   RnnSearchStepWeights w;
   w.embed = tgt_embed_->weight;
   w.W_a = query_w_, w.v = score_v_;
   w.w_ih = decoder_->weight_ih, w.w_hh = decoder_->weight_hh, w.b_ih = decoder_->bias_ih, w.b_hh = decoder_->bias_hh;
   w.w_o = readout_->weight, w.b_o = readout_->bias;
   w.w_y = out_w_, w.b_y = out_b_;
-  return prepare_rnnsearch_decoder(w, max_rows >= kPackRows ? StepPacking::Packed : StepPacking::RowMajor);
+  return prepare_rnnsearch_decoder(w, packing);
 }
 
-std::unique_ptr<StepDecoder> RnnSearch::decoder(const EncoderMemory& memory, int64_t max_rows,
-                                                std::shared_ptr<const PreparedDecoder> prepared) const {
-  if (is_training()) throw std::logic_error("rnnsearch decoder: the model is in training mode (dropout active)");
-  return make_rnnsearch_decoder(prepared ? std::move(prepared) : prepare_decoder(max_rows), memory, max_rows);
+std::unique_ptr<StepDecoder> RnnSearch::fused_decoder(std::shared_ptr<const PreparedDecoder> prepared,
+                                                      const EncoderMemory& memory, int64_t max_rows) const {
+  return make_rnnsearch_decoder(std::move(prepared), memory, max_rows);
 }
 
 Tensor RnnSearch::forced_features(const data::Seq2SeqBatch& b) const {
   Encoded e = encode(b.src, b.src_lengths);
-  const int64_t B = b.tgt_in.size(0), T = b.tgt_in.size(1), E = config_.embed, Hd = config_.decoder_hidden,
+  const int64_t B = b.tgt_in.size(0), T = b.tgt_in.size(1), E = config_.embed, Hd = cfg_.decoder_hidden,
                 Dv = e.memory.values().size(2);
   Tensor emb = drop(tgt_embed_->forward(time_major(b.tgt_in)));  // [T, B, E]
   // the decoder loop as one fused op: the same steps as decoder_step, T times

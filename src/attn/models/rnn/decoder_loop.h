@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "attn/models/config.h"
+#include "attn/models/rnn/rnn_config.h"
 #include "attn/nn/rnn.h"
 #include "attn/nn/step_linear.h"
 

@@ -51,6 +51,7 @@
 #include <memory>
 
 #include "attn/models/seq2seq.h"
+#include "attn/models/step_packing.h"
 
 namespace attn::models {
 
@@ -62,15 +63,6 @@ struct RnnSearchStepWeights {
   Tensor w_o, b_o;      // [R, Hd + Dv + E] readout (columns: s', c, emb), [R] or undefined
   Tensor w_y, b_y;      // [V, R] vocabulary projection, [V] or undefined
 };
-
-// How the products read their weights: RowMajor streams each weight once per
-// product (a few rows), Packed copies them into rnn_gemm's column panels once.
-enum class StepPacking { RowMajor, Packed };
-constexpr int64_t kPackRows = 16;  // RnnSearch packs for searches of this many rows or more
-
-// The folded tables are built when together they hold at most this many
-// floats (256 MB; 14.3M floats for the lean model's V 8000, Hd 512, R 256).
-constexpr int64_t kMaxFoldedFloats = int64_t(64) << 20;
 
 // Checks the weights' shapes (std::invalid_argument) and prepares them: the
 // result holds copies, so it stays valid whatever happens to the parameters

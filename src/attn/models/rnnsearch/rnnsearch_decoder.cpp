@@ -1,7 +1,7 @@
 // The fused RNNsearch decoder loop: forward and backward (see the header), as
 // RNNsearch's wiring of the shared decoder loop (decoder_loop.h). The per-row
 // attention loops are kernels/rnnsearch_rows.cpp, compiled per instruction set.
-#include "attn/models/rnnsearch_decoder.h"
+#include "attn/models/rnnsearch/rnnsearch_decoder.h"
 
 #include <omp.h>
 
@@ -14,8 +14,8 @@
 
 #include "attn/cpu/threading.h"
 #include "attn/kernels/rnnsearch_rows.h"
-#include "attn/models/decoder_cell.h"
-#include "attn/models/decoder_loop.h"
+#include "attn/models/rnn/decoder_cell.h"
+#include "attn/models/rnn/decoder_loop.h"
 #include "attn/models/model_parts.h"
 #include "attn/nn/step_linear.h"
 #include "attn/tensor/kernels.h"

@@ -1,12 +1,12 @@
 // The stacked cells of a fused decoder loop (see the header): forward, backward
 // and the weight gradients as one GEMM each over all T B rows.
-#include "attn/models/decoder_loop.h"
+#include "attn/models/rnn/decoder_loop.h"
 
 #include <algorithm>
 #include <cstring>
 #include <utility>
 
-#include "attn/models/decoder_cell.h"
+#include "attn/models/rnn/decoder_cell.h"
 #include "attn/models/model_parts.h"
 #include "attn/tensor/kernels.h"
 

@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "attn/autograd/ops.h"
-#include "attn/models/config.h"
+#include "attn/models/luong/luong_config.h"
 #include "attn/nn/rnn.h"
 
 namespace attn::models {

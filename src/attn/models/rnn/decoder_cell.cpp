@@ -1,6 +1,6 @@
 // One GRU / LSTM layer step of a fused decoder loop (see the header): the gate
 // kernels of kernels/rnn_gates.h over contiguous row ranges, one per thread.
-#include "attn/models/decoder_cell.h"
+#include "attn/models/rnn/decoder_cell.h"
 
 #include <omp.h>
 

@@ -47,6 +47,7 @@
 #include <vector>
 
 #include "attn/models/seq2seq.h"
+#include "attn/models/show_attend_tell/show_attend_tell_config.h"
 #include "attn/nn/cnn_encoder.h"
 #include "attn/nn/layers.h"
 #include "attn/nn/rnn.h"
@@ -126,6 +127,7 @@ private:
   ForcedRun run_forced(const data::Seq2SeqBatch& b) const;
   Tensor drop(const Tensor& x) const;
 
+  const ShowAttendTellConfig& cfg_;  // config_'s section
   std::shared_ptr<nn::CnnEncoder> cnn_;
   Tensor grid_position_;                            // P [L, D]
   std::shared_ptr<nn::Linear> init_h_, init_c_;     // W_h, W_c [Hd, D]

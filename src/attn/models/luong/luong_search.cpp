@@ -1,6 +1,6 @@
 // The fused Luong search step (see the header): the prepared weights, the
 // phases of a step and their buffers.
-#include "attn/models/luong_search.h"
+#include "attn/models/luong/luong_search.h"
 
 #include <omp.h>
 
@@ -15,8 +15,8 @@
 #include "attn/kernels/luong_rows.h"
 #include "attn/kernels/rnn_gates.h"
 #include "attn/kernels/rnnsearch_rows.h"
-#include "attn/models/decoder_cell.h"
-#include "attn/models/luong_loop.h"
+#include "attn/models/rnn/decoder_cell.h"
+#include "attn/models/luong/luong_loop.h"
 #include "attn/models/model_parts.h"
 #include "attn/models/step_logits.h"
 #include "attn/tensor/kernels.h"
