@@ -48,7 +48,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     if (data[0] & 1) {
       nlohmann::json r = serve::parse_explain_request(body, limits);
-      if (!r.contains("text") || !r.contains("beam") || !r.contains("top_k") || !r.contains("words")) std::abort();
+      if (!r.contains("text") || !r.contains("beam") || !r.contains("top_k") || !r.contains("words") ||
+          !r.contains("attention_map"))
+        std::abort();
     } else {
       serve::TranslateRequest r = serve::parse_translate_request(body, limits);
       if (r.texts.empty() || int64_t(r.texts.size()) > limits.max_texts) std::abort();

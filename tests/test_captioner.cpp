@@ -47,15 +47,16 @@ public:
                           int64_t t, models::StepDetail) const override {
     const int64_t N = prev.size(0), L = memory.values().size(1);
     models::StepOutput out;
-    out.weights = Tensor::zeros({N, L});
+    Tensor weights = Tensor::zeros({N, L});
     out.log_probs = Tensor::full({N, kVocab}, -20.0f);
     out.state = models::DecoderState(N, N);
     for (int64_t n = 0; n < N; ++n) {
       const float* v = memory.values().data() + n * L;
-      out.weights.data()[n * L + (std::max_element(v, v + L) - v)] = 1.0f;
+      weights.data()[n * L + (std::max_element(v, v + L) - v)] = 1.0f;
       const int word = t == 0 ? kWord1 : t == 1 ? kWord2 : config().specials.eos;
       out.log_probs.data()[n * kVocab + word] = -0.1f;
     }
+    out.attention.add(models::kAttentionMap, weights);
     return out;
   }
   Tensor forced_features(const data::Seq2SeqBatch&) const override { throw std::logic_error("not trained"); }

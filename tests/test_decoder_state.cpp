@@ -169,7 +169,7 @@ public:
     out_.k = k;
     out_.tokens.resize(size_t(N * k));
     out_.log_probs.resize(size_t(N * k));
-    out_.weights = Tensor::empty({N, S});
+    weights_ = Tensor::empty({N, S});  // the context needs them; out_ reports them when asked
     std::vector<float> lp(static_cast<size_t>(kVocab));
     for (int64_t i = 0; i < N; ++i) {
       const int64_t b = rows[size_t(i)], len = int64_t(memory_.lengths().data()[b]);
@@ -177,10 +177,11 @@ public:
       float* vi = values + i * T * kD;
       w_.self_kv(prev[size_t(i)], t, ki + t * kD, vi + t * kD);  // position t appended in place
       w_.output(prev[size_t(i)], t, ki, vi, mk.data() + b * S * kD, mv.data() + b * S * kD, len, S, lp.data(),
-                out_.weights.data() + i * S);
+                weights_.data() + i * S);
       top_k(lp.data(), k, out_.tokens.data() + i * k, out_.log_probs.data() + i * k);
     }
     sizes_.most_rows = std::max(sizes_.most_rows, N);
+    out_.attention = attention_map_.empty() ? Tensor() : weights_;
     return out_;
   }
 
@@ -189,6 +190,7 @@ private:
   models::EncoderMemory memory_;
   Sizes& sizes_;
   models::StepTop out_;
+  Tensor weights_;  // [N, S]
 };
 
 // The kind's config section: {"type": "test_cached_attention", "cached": true | false, ...}.
@@ -237,7 +239,7 @@ public:
     models::StepOutput out;
     Tensor prefix = state.live("prefix").clone();
     out.log_probs = Tensor::empty({N, kVocab});
-    out.weights = Tensor::empty({N, S});
+    Tensor weights = Tensor::empty({N, S});
     std::vector<float> keys(size_t((t + 1) * kD)), values(keys.size());
     for (int64_t i = 0; i < N; ++i) {
       prefix.data()[i * kPrefix + t] = prev.data()[i];
@@ -245,8 +247,9 @@ public:
         w_.self_kv(int64_t(prefix.data()[i * kPrefix + j]), j, keys.data() + j * kD, values.data() + j * kD);
       w_.output(int64_t(prev.data()[i]), t, keys.data(), values.data(), mk.data() + i * S * kD,
                 mv.data() + i * S * kD, int64_t(memory.lengths().data()[i]), S, out.log_probs.data() + i * kVocab,
-                out.weights.data() + i * S);
+                weights.data() + i * S);
     }
+    out.attention.add(models::kAttentionMap, weights);
     out.state.set("prefix", prefix);
     return out;
   }
@@ -364,6 +367,7 @@ TEST(DecoderState, CachedStepEqualsRecomputedPrefix) {
   const std::vector<int64_t> rows = {2, 2, 0, 3, 1, 1, 0};
   const int64_t N = int64_t(rows.size()), S = b.src.size(1), T = 5;
   auto dec = model.decoder(e.memory, N, nullptr);
+  dec->report_attention(models::kAttentionMap);
   models::DecoderState cached = dec->start(models::select_rows(e.state, rows), N, T);
   models::DecoderState full = models::select_rows(e.state, rows);
   const models::EncoderMemory per_row = models::select_rows(e.memory, rows);
@@ -380,7 +384,7 @@ TEST(DecoderState, CachedStepEqualsRecomputedPrefix) {
         EXPECT_EQ(out.log_probs[size_t(i * kVocab + j)], ref.log_probs.data()[i * kVocab + tok])
             << "step " << t << " row " << i;
       }
-    EXPECT_EQ(out.weights.to_vector(), ref.weights.to_vector()) << "step " << t;
+    EXPECT_EQ(out.attention.to_vector(), ref.attention.find(models::kAttentionMap)->to_vector()) << "step " << t;
     full = ref.state;
     for (int& p : prev) p = int(rng.below(kVocab));
   }
@@ -420,7 +424,8 @@ std::vector<decode::Hypothesis> reference_beam(const CachedAttentionModel& m, co
         st = out.state;
       }
       r.log_probs.insert(r.log_probs.end(), out.log_probs.data(), out.log_probs.data() + kVocab);
-      r.attention.emplace_back(out.weights.data(), out.weights.data() + len);
+      const Tensor& w = *out.attention.find(models::kAttentionMap);
+      r.attention.emplace_back(w.data(), w.data() + len);
     }
     return r;
   };

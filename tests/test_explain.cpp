@@ -93,16 +93,17 @@ TEST(Explain, ReplayAgreesWithTheSearchAndTheScores) {
       const ModelConfig& c = kind.config;
       for (size_t t = 0; t < e.steps.size(); ++t) {
         const decode::ExplainStep& s = e.steps[t];
+        ASSERT_TRUE(s.query && s.scores && s.context_norm);  // every built-in kind gives these internals
         ASSERT_EQ(s.weights.size(), size_t(S));
         for (int64_t j = 0; j < S; ++j) EXPECT_NEAR(s.weights[size_t(j)], h.attention[t * size_t(S) + size_t(j)], 1e-5);
         // softmax over the visible scores
         float mx = -std::numeric_limits<float>::infinity();
-        for (float x : s.scores) mx = std::max(mx, x);
+        for (float x : (*s.scores)) mx = std::max(mx, x);
         double z = 0;
-        for (float x : s.scores) z += std::isfinite(x) ? std::exp(double(x - mx)) : 0.0;
+        for (float x : (*s.scores)) z += std::isfinite(x) ? std::exp(double(x - mx)) : 0.0;
         double total = 0;
         for (int64_t j = 0; j < S; ++j) {
-          const float x = s.scores[size_t(j)], w = s.weights[size_t(j)];
+          const float x = (*s.scores)[size_t(j)], w = s.weights[size_t(j)];
           total += w;
           if (!std::isfinite(x)) {
             EXPECT_EQ(w, 0.0f) << "hidden key " << j;
@@ -129,7 +130,7 @@ TEST(Explain, ReplayAgreesWithTheSearchAndTheScores) {
           int64_t lo = -1, hi = -1;
           for (int64_t j = 0; j < S; ++j) {
             const bool in = std::fabs(double(j) - p) <= double(half_width_of(c));
-            EXPECT_EQ(std::isfinite(s.scores[size_t(j)]), in) << j;
+            EXPECT_EQ(std::isfinite((*s.scores)[size_t(j)]), in) << j;
             if (in && lo < 0) lo = j;
             if (in) hi = j + 1;
           }
@@ -155,7 +156,7 @@ TEST(Explain, ReplayAgreesWithTheSearchAndTheScores) {
             EXPECT_FLOAT_EQ(p, s.chosen_prob);
           }
         }
-        EXPECT_EQ(int64_t(s.query.size()), rnn_of(c).decoder_hidden);
+        EXPECT_EQ(int64_t(s.query->size()), rnn_of(c).decoder_hidden);
       }
     }
   }
@@ -181,24 +182,25 @@ TEST(Explain, QueryAndContextAreWhatTheScoresRead) {
       if (name == "attention.v") v = p;
     }
     for (const decode::ExplainStep& s : e.steps) {
+      ASSERT_TRUE(s.query && s.scores && s.context_norm);
       for (int64_t j = 0; j < S; ++j) {
         const float* key = enc.memory.keys().data() + j * K;
         double want = 0;
         if (kind.config.type == "rnnsearch") {
           for (int64_t a = 0; a < K; ++a) {
             double qa = 0;
-            for (size_t d = 0; d < s.query.size(); ++d) qa += double(Wa.data()[a * int64_t(s.query.size()) + int64_t(d)]) * s.query[d];
+            for (size_t d = 0; d < s.query->size(); ++d) qa += double(Wa.data()[a * int64_t(s.query->size()) + int64_t(d)]) * (*s.query)[d];
             want += double(v.data()[a]) * std::tanh(qa + double(key[a]));
           }
         } else {
-          for (int64_t d = 0; d < K; ++d) want += double(s.query[size_t(d)]) * key[d];
+          for (int64_t d = 0; d < K; ++d) want += double((*s.query)[size_t(d)]) * key[d];
         }
-        EXPECT_NEAR(s.scores[size_t(j)], want, 1e-4) << j;
+        EXPECT_NEAR((*s.scores)[size_t(j)], want, 1e-4) << j;
       }
       std::vector<double> ctx(size_t(Dv), 0.0);
       for (int64_t j = 0; j < S; ++j)
         for (int64_t d = 0; d < Dv; ++d) ctx[size_t(d)] += s.weights[size_t(j)] * enc.memory.values().data()[j * Dv + d];
-      EXPECT_NEAR(s.context_norm, std::sqrt(std::inner_product(ctx.begin(), ctx.end(), ctx.begin(), 0.0)), 1e-5);
+      EXPECT_NEAR(*s.context_norm, std::sqrt(std::inner_product(ctx.begin(), ctx.end(), ctx.begin(), 0.0)), 1e-5);
     }
   }
 }

@@ -52,12 +52,13 @@ TEST_P(LuongSearchStep, MatchesStep) {
       set_num_threads(threads);
       SCOPED_TRACE("threads " + std::to_string(threads) + ", max_rows " + std::to_string(max_rows));
       auto dec = model->decoder(e.memory, max_rows);
+      dec->report_attention(models::kAttentionMap);
       models::DecoderState st = dec->start(state, N, 4);  // the step updates its own copy in place
       const models::StepTop& out = dec->step(rows, st, prev, k, 3);
       expect_top_k_of(out, ref.log_probs, k);
       for (int64_t i = 0; i < N; ++i) {
         for (int64_t j = 0; j < S; ++j)
-          EXPECT_NEAR(out.weights.data()[i * S + j], ref.weights.data()[i * S + j], 1e-5) << i << "," << j;
+          EXPECT_NEAR(out.attention.data()[i * S + j], ref.attention.items.at(0).second.data()[i * S + j], 1e-5) << i << "," << j;
       }
       ASSERT_EQ(st.buffers().size(), ref.state.buffers().size());
       for (const auto& [name, y] : ref.state.buffers()) {

@@ -420,13 +420,15 @@ TEST_P(Models, StepByStepEqualsTeacherForcing) {
     for (int64_t i = 0; i < B; ++i) prev.data()[i] = b.tgt_in.data()[i * T + t];
     models::StepOutput o = model->step(e.memory, s, prev, t);
     ASSERT_EQ(o.log_probs.shape(), (Shape{B, V}));
-    ASSERT_EQ(o.weights.shape(), (Shape{B, S}));
+    ASSERT_EQ(o.attention.names(), std::vector<std::string>{models::kAttentionMap});
+    const Tensor& weights = o.attention.items[0].second;
+    ASSERT_EQ(weights.shape(), (Shape{B, S}));
     for (int64_t i = 0; i < B; ++i) {
       for (int64_t k = 0; k < V; ++k)
         worst = nan_max(worst, std::abs(double(o.log_probs.data()[i * V + k]) - ref.data()[(t * B + i) * V + k]));
       double sum = 0;
       for (int64_t j = 0; j < S; ++j) {
-        float w = o.weights.data()[i * S + j];
+        float w = weights.data()[i * S + j];
         if (j >= b.src_lengths[size_t(i)]) EXPECT_EQ(w, 0.0f) << "weight past the source length";
         EXPECT_GE(w, 0.0f);
         sum += w;

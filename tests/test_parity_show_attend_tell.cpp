@@ -26,8 +26,8 @@ TEST(ParityTorchShowAttendTell, TwoSoftStepsAndEveryGradientMatchTorch) {
   models::StepOutput s2 = model.step(e.memory, s1.state, f.get("prev2"), 1);
   EXPECT_CLOSE(s1.log_probs, f.get("log_probs1"), 1e-4, "step 1 log-probabilities");
   EXPECT_CLOSE(s2.log_probs, f.get("log_probs2"), 1e-4, "step 2 log-probabilities");
-  EXPECT_CLOSE(s1.weights, f.get("weights1"), 1e-4, "step 1 weights");
-  EXPECT_CLOSE(s2.weights, f.get("weights2"), 1e-4, "step 2 weights");
+  EXPECT_CLOSE(*s1.attention.find(models::kAttentionMap), f.get("weights1"), 1e-4, "step 1 weights");
+  EXPECT_CLOSE(*s2.attention.find(models::kAttentionMap), f.get("weights2"), 1e-4, "step 2 weights");
   backward(sum_all(s1.log_probs * f.get("R1")) + sum_all(s2.log_probs * f.get("R2")));
   // the gradients pass two LSTM steps, the attention and the CNN in float32: 3e-4
   for (auto& [name, p] : model.named_parameters()) EXPECT_CLOSE(p.grad(), f.get("grad." + name), 3e-4, name);

@@ -239,6 +239,7 @@ TEST(RnnSearchSearchStep, MatchesStepForBothLayouts) {
       w.w_y = get("output.weight"), w.b_y = get("output.bias");
       auto dec = models::make_rnnsearch_decoder(models::prepare_rnnsearch_decoder(w, packing, fold), e.memory, N,
                                                 context);
+      dec->report_attention(models::kAttentionMap);
       models::DecoderState st = dec->start(state, N, 1);  // the step updates its own copy in place
       const models::StepTop& out = dec->step(rows, st, prev, k, 0);
       const Tensor s_new = st.live("s"), s_ref = ref.state.live("s");
@@ -246,14 +247,14 @@ TEST(RnnSearchSearchStep, MatchesStepForBothLayouts) {
       attn::testing::expect_top_k_of(out, ref.log_probs, k);
       for (int64_t i = 0; i < N; ++i) {
         for (int64_t j = 0; j < S; ++j)
-          EXPECT_NEAR(out.weights.data()[i * S + j], ref.weights.data()[i * S + j], 1e-6) << i << "," << j;
+          EXPECT_NEAR(out.attention.data()[i * S + j], ref.attention.items.at(0).second.data()[i * S + j], 1e-6) << i << "," << j;
         for (int64_t h = 0; h < Hd; ++h)
           EXPECT_NEAR(s_new.data()[i * Hd + h], s_ref.data()[i * Hd + h], 1e-5);
       }
       layouts_lp.push_back(out.log_probs);
       std::vector<float> all = out.log_probs;
       for (int tok : out.tokens) all.push_back(float(tok));
-      all.insert(all.end(), out.weights.data(), out.weights.data() + out.weights.numel());
+      all.insert(all.end(), out.attention.data(), out.attention.data() + out.attention.numel());
       all.insert(all.end(), s_new.data(), s_new.data() + s_new.numel());
       by_threads.push_back(all);
       const int best3 = out.tokens[size_t(3 * k)];

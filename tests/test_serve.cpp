@@ -49,6 +49,7 @@ TEST(Serve, HealthWebPageAndMetrics) {
   EXPECT_EQ(h["type"], "rnnsearch");
   EXPECT_EQ(h["src_vocab"], serve_toy_model().src_vocab->size());
   EXPECT_EQ(h["explain"], false);
+  EXPECT_EQ(h["attention_maps"], json::array({"attention"}));
   // the page is the bytes of web/index.html, embedded at build time
   const std::string page = read_bytes(std::string(ATTN_TEST_DIR) + "/../web/index.html");
   ASSERT_FALSE(page.empty());
@@ -217,7 +218,7 @@ TEST(Serve, ErrorMessagesQuoteRequestTextEscapedAndBounded) {
   for (const auto& [name, value, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
            {"beam", std::string("2\0x", 3), R"(query.beam: must be a whole number in [1, 16], got "2\u0000x")"},
            {"beam", std::string(5000, '9'), "got \"9999"},
-           {std::string("be\0am", 5), "1", R"(query: unknown parameter "be\u0000am" (known: beam))"},
+           {std::string("be\0am", 5), "1", R"(query: unknown parameter "be\u0000am" (known: attention_map, beam))"},
            {"beam", "\xff", "got \"\xef\xbf\xbd\""}}) {
     try {
       serve::parse_caption_query({{name, value}}, limits);

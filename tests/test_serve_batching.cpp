@@ -261,15 +261,19 @@ TEST(ServeBatching, ExplainRouteValidatesAndRunsOnTheWorker) {
   auto r = post_json(*c, "/v1/explain", R"({"text": "red cat ."})");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
-  EXPECT_EQ(json::parse(r->body)["echo"], (json{{"text", "red cat ."}, {"beam", 1}, {"top_k", 5}, {"words", false}}));
+  // every field present, the attention map resolved to the model's own
+  EXPECT_EQ(json::parse(r->body)["echo"], (json{{"text", "red cat ."}, {"beam", 1}, {"top_k", 5}, {"words", false},
+                                                {"attention_map", "attention"}}));
   r = post_json(*c, "/v1/explain", R"({"text": "red cat .", "beam": 4, "top_k": 20, "words": true})");
   ASSERT_TRUE(r);
-  EXPECT_EQ(json::parse(r->body)["echo"], (json{{"text", "red cat ."}, {"beam", 4}, {"top_k", 20}, {"words", true}}));
+  EXPECT_EQ(json::parse(r->body)["echo"], (json{{"text", "red cat ."}, {"beam", 4}, {"top_k", 20}, {"words", true},
+                                                {"attention_map", "attention"}}));
   const std::vector<std::pair<std::string, std::string>> bad = {
       {R"({"text": "a", "top_k": 0})", "top_k"},   {R"({"text": "a", "top_k": 21})", "top_k"},
       {R"({"text": "a", "words": "yes"})", "words"}, {R"({"text": "a", "beam": 0})", "beam"},
       {R"({"text": "a", "steps": 3})", "steps"},     {R"({"text": "  "})", "text"},
-      {R"({"texts": ["a"]})", "text"},               {R"({"text": "boom"})", "text"}};
+      {R"({"texts": ["a"]})", "text"},               {R"({"text": "a", "attention_map": "b"})", "attention_map"},
+      {R"({"text": "boom"})", "text"}};
   for (const auto& [body, field] : bad) {
     r = post_json(*c, "/v1/explain", body);
     ASSERT_TRUE(r);

@@ -194,7 +194,7 @@ TEST(ShowAttendTell, RegulariserIsTheDoublyStochasticPenalty) {
     for (int64_t k = 0; k < 2; ++k) {
       if (b.tgt_out.data()[k * T + t] == float(c.specials.pad)) continue;
       tokens += 1;
-      for (int64_t i = 0; i < 4; ++i) sums[size_t(k)][size_t(i)] += o.weights.data()[k * 4 + i];
+      for (int64_t i = 0; i < 4; ++i) sums[size_t(k)][size_t(i)] += o.attention.find(models::kAttentionMap)->data()[k * 4 + i];
     }
   }
   double penalty = 0;
@@ -221,8 +221,8 @@ void expect_step_matches_forced(ImageAttention a) {
     Tensor prev = Tensor::empty({B});
     for (int64_t k = 0; k < B; ++k) prev.data()[k] = b.tgt_in.data()[k * T + t];
     models::StepOutput o = model.step(e.memory, s, prev, t, models::StepDetail::Internals);
-    ASSERT_EQ(o.scores.shape(), Shape({B, 4}));
-    ASSERT_EQ(o.context.shape(), Shape({B, 16}));
+    ASSERT_EQ(o.internals.find(models::internal::kScores)->shape(), Shape({B, 4}));
+    ASSERT_EQ(o.internals.find(models::internal::kContext)->shape(), Shape({B, 16}));
     s = o.state;
     for (int64_t k = 0; k < B; ++k) {
       const float* row = logits.data() + (t * B + k) * V;

@@ -9,6 +9,9 @@
 //   body[data-status]          "idle" | "loading" | "done" | "error" (the last request's outcome)
 //   body[data-mode]            "text" | "image" (set from GET /health once it answers)
 //   #src, #beam, #translate    the sentence, the beam size (1-10), the button (Enter in #src submits too)
+//   #attention-map             a select of GET /health's "attention_maps" (its first, the model's
+//                              default, selected); #map-field, around it, is shown only when the
+//                              model has more than one map, and only then do requests name one
 //   #error                     the server's JSON "error" (and "field"); hidden when there is none
 //   #translation               the translation; #translation-meta: score and beam
 //   #heatmap                   a table: thead th[data-col] = source tokens; tbody tr[data-row] = one row
@@ -36,6 +39,7 @@ const state = {
   translation: null,   // POST /v1/translate's answer
   explanation: null,   // POST /v1/explain's answer
   text: '', beam: 1,   // what the current answers are for
+  attentionMap: null,  // the map the current answers show (null: the model's own, not named)
   step: 0,             // 1-based step of the explain view
   selectedRow: null,   // heatmap row lit by a click
   playTimer: null,
@@ -119,6 +123,25 @@ function showErrors(errors, box = $('error')) {
 
 // ---- translating ----
 
+// The map the select `selectId` names, or null when its field `fieldId` is
+// hidden (a model of one map: requests then leave the choice to the server).
+function chosenMap(fieldId, selectId) {
+  return $(fieldId).hidden ? null : $(selectId).value;
+}
+
+// A request body with "attention_map" when a map is named.
+function withMap(body, map) {
+  return map === null ? body : { ...body, attention_map: map };
+}
+
+// Fills the select `selectId` with the model's maps (GET /health
+// "attention_maps", the default first) and shows its field when there is a choice.
+function fillMaps(fieldId, selectId, maps) {
+  const list = Array.isArray(maps) ? maps : [];
+  $(selectId).replaceChildren(...list.map((m) => el('option', { value: m, text: m })));
+  $(fieldId).hidden = list.length < 2;
+}
+
 function readBeam() {
   const raw = $('beam').value.trim();
   const beam = Number(raw);
@@ -135,16 +158,18 @@ async function translate(event) {
     return;
   }
   const text = $('src').value;
+  const map = chosenMap('map-field', 'attention-map');
   const id = ++state.requestId;
   setBusy(true);
   const [tr, ex] = await Promise.allSettled([
-    postJson('/v1/translate', { text, beam, alignments: true }),
-    postJson('/v1/explain', { text, beam, top_k: 5, words: $('explain-words').checked }),
+    postJson('/v1/translate', withMap({ text, beam, alignments: true }, map)),
+    postJson('/v1/explain', withMap({ text, beam, top_k: 5, words: $('explain-words').checked }, map)),
   ]);
   if (id !== state.requestId) return;
   setBusy(false);
   state.text = text;
   state.beam = beam;
+  state.attentionMap = map;
   const errors = [];
   if (tr.status === 'fulfilled') showTranslation(tr.value, beam); else { errors.push({ what: 'Translate', error: tr.reason }); showTranslation(null); }
   if (ex.status === 'fulfilled') showExplanation(ex.value); else { errors.push({ what: 'Explain', error: ex.reason }); showExplanation(null); }
@@ -158,7 +183,8 @@ async function reexplain() {
   const id = ++state.requestId;
   setBusy(true);
   try {
-    const ex = await postJson('/v1/explain', { text: state.text, beam: state.beam, top_k: 5, words: $('explain-words').checked });
+    const ex = await postJson('/v1/explain', withMap({ text: state.text, beam: state.beam, top_k: 5,
+                                                      words: $('explain-words').checked }, state.attentionMap));
     if (id !== state.requestId) return;
     showExplanation(ex);
     showErrors([]);
@@ -381,11 +407,11 @@ function drawStepBars(step, srcLen) {
   $('explain-weights').querySelectorAll('.bar').forEach((bar) => {
     const c = Number(bar.dataset.col);
     const w = step.weights[c];
-    const s = step.scores[c];
+    const s = step.scores ? step.scores[c] : null;  // null scores: the model gives none for this map
     bar.dataset.weight = String(w);
     bar.dataset.score = s === null ? 'null' : String(s);
     const outside = c < lo || c >= hi;
-    const noScore = outside ? 'outside' : 'masked';  // null: outside a local window, or masked
+    const noScore = outside ? 'outside' : step.scores ? 'masked' : 'no score';  // null: outside a local window, or masked
     bar.classList.toggle('is-outside', outside || s === null);
     bar.querySelector('.bar-value').textContent = fmt(w, 2);
     const fill = bar.querySelector('.bar-fill');
@@ -500,6 +526,8 @@ async function showModel() {
     return;
   }
   if (health.model) $('model-info').textContent = `model: ${health.model}${health.type ? ` (${health.type})` : ''}`;
+  fillMaps('map-field', 'attention-map', health.attention_maps);
+  fillMaps('caption-map-field', 'caption-attention-map', health.attention_maps);
   if (health.input === 'image') enterImageMode(health);
 }
 

@@ -10,6 +10,8 @@
 //
 // Stable hooks (tests/browser/caption.test.mjs):
 //   #image-file, #drop          the file picker and the drop zone around it; #caption-beam (1-10)
+//   #caption-attention-map      the map of the captions' attention (app.js's #attention-map rule:
+//                               #caption-map-field shown only for a model of more than one map)
 //   #caption-error              the server's JSON "error"; hidden when there is none
 //   #caption-words              one button.word[data-word][aria-pressed] per caption word
 //   #overlay[data-word]         the picture with word data-word's attention (-1: the picture alone)
@@ -263,7 +265,9 @@ async function captionFile(file) {
   }
   try {
     const { body, type, note } = await uploadBody(file, bitmap);
-    const answer = await apiRequest(`/v1/caption?beam=${beam}`, { method: 'POST', headers: { 'Content-Type': type }, body });
+    const map = chosenMap('caption-map-field', 'caption-attention-map');
+    const query = `beam=${beam}${map === null ? '' : `&attention_map=${encodeURIComponent(map)}`}`;
+    const answer = await apiRequest(`/v1/caption?${query}`, { method: 'POST', headers: { 'Content-Type': type }, body });
     if (id !== captionState.requestId) return;
     if (!bitmap) throw new ApiError('the server captioned a picture this browser cannot show', null);
     captionState.picture = bitmap;

@@ -2,7 +2,8 @@
 // toy model with `attn demo` (CI has no trained model), starts `attn serve` on
 // it, and drives the page like a user: types a sentence, presses Enter, checks
 // the heatmap against the API's own answer, hovers a cell, lights a row, steps
-// the explain view, and checks that a server error is shown. Saves a screenshot.
+// the explain view, checks that a server error is shown and the attention map
+// selector (shown for a model of several maps). Saves a screenshot.
 //
 //   node page.test.mjs --attn BUILD/attn --out DIR [--model RUN_DIR] [--text "..."] [--url URL]
 //
@@ -196,6 +197,50 @@ async function checkErrors(page) {
   check('beam 11 is refused in the page', () => assert.match(beamError, /Beam size.*1 to 10/));
 }
 
+// The attention map selector: hidden for a model of one map (the requests name
+// none); with GET /health's answer given a second map, it lists both, the
+// requests name the chosen one, and the server's refusal of a map its model
+// does not have is shown.
+async function checkAttentionMaps(browser, url) {
+  const hidden = await browser.newPage();
+  await hidden.goto(url + '/');
+  await hidden.waitForFunction(() => document.querySelector('#attention-map').options.length > 0);
+  const one = await hidden.$eval('#map-field', (f) => ({ hidden: f.hidden, maps: [...f.querySelectorAll('option')].map((o) => o.value) }));
+  check('a model of one map: the map selector is hidden', () => assert.deepEqual(one, { hidden: true, maps: ['attention'] }));
+  await hidden.close();
+  const page = await browser.newPage();
+  await page.route('**/health', async (route) => {
+    const res = await route.fetch();
+    const json = await res.json();
+    await route.fulfill({ response: res, json: { ...json, attention_maps: [...json.attention_maps, 'cross.layer2'] } });
+  });
+  await page.goto(url + '/');
+  await page.waitForSelector('#map-field:not([hidden])');
+  const maps = await page.$$eval('#attention-map option', (os) => os.map((o) => o.value));
+  check('two maps: the selector lists them, the default first', () => assert.deepEqual(maps, ['attention', 'cross.layer2']));
+  await page.fill('#src', 'one two .');
+  const trWait = page.waitForResponse((r) => r.url().endsWith('/v1/translate'));
+  await page.press('#src', 'Enter');
+  const tr = await trWait;
+  check('the translate request names the selected map', () => {
+    assert.equal(tr.request().postDataJSON().attention_map, 'attention');
+    assert.equal(tr.status(), 200);
+  });
+  await page.waitForSelector('body[data-status="done"]');
+  await page.selectOption('#attention-map', 'cross.layer2');
+  const badWait = page.waitForResponse((r) => r.url().endsWith('/v1/translate'));
+  await page.press('#src', 'Enter');
+  const bad = await (await badWait).json();
+  await page.waitForSelector('body[data-status="error"]');
+  const shown = await page.textContent('#error');
+  check(`a map the model does not have: the server's refusal is shown ("${bad.error}")`, () => {
+    assert.equal(bad.field, 'attention_map');
+    assert.match(bad.error, /unknown attention map "cross\.layer2" \(the model's maps: attention\)/);
+    assert.ok(shown.includes(bad.error), shown);
+  });
+  await page.close();
+}
+
 // ---- main ----
 
 // Serves the model (trained here unless --model) or uses --url, then drives the page.
@@ -238,6 +283,7 @@ async function drivePage(url) {
 
     checkClean();  // (the 400 answer below logs a console error of its own)
     await checkErrors(page);
+    await checkAttentionMaps(browser, url);
   } finally {
     await browser.close();
   }

@@ -1,5 +1,5 @@
 // `attn caption`: image captioning.
-//   attn caption -m RUN IMAGE... [--beam K] [--attention DIR]   caption image files
+//   attn caption -m RUN IMAGE... [--beam K] [--attention DIR] [--attention-map NAME]   caption image files
 //   attn caption eval -m RUN --captions JSON ...                 scores (cmd_caption_eval.cpp)
 //   attn caption data ... / attn caption sheet ...               data (cmd_caption_data.cpp)
 // Captioning prints one line per image, "IMAGE<TAB>caption", in the order given;
@@ -97,6 +97,7 @@ void run_captioning(const CaptionOpts& o) {
   set_num_threads(o.threads);
   const decode::TranslationModel tm = decode::load_model_dir(o.model, o.weights);  // image_input_of refuses text models
   const decode::ImageModelInput in = image_input_of(tm, o.model);
+  models::resolve_attention_map(*tm.model, o.search.attention_map);  // an unknown name: before any image is read
   for (size_t first = 0; first < o.images.size(); first += size_t(o.batch))
     caption_chunk(o, tm, in, first, std::min(o.images.size(), first + size_t(o.batch)));
 }
@@ -119,6 +120,7 @@ CLI::App* add_caption_command(CLI::App& app) {
   cmd->add_option("--attention", o->attention_dir,
                   "also write DIR/<n>-<name>.strip.png (the image, then one panel per word) and DIR/<n>-<name>.<t>.png "
                   "per word");
+  add_attention_map_option(*cmd, o->search.attention_map);
   cmd->add_option("--upsample", o->upsample, "how the grid's weights are enlarged: bilinear (smooth) or nearest "
                                              "(blocks: hard attention's cell)")
       ->capture_default_str()->check(CLI::IsMember({"bilinear", "nearest"}));

@@ -1,4 +1,4 @@
-// `attn caption eval -m RUN --captions JSON [--split test] [--beam K]`: a
+// `attn caption eval -m RUN --captions JSON [--split test] [--beam K] [--attention-map NAME]`: a
 // captioning run scored on one split of a Karpathy-style corpus (issue 15's
 // acceptance figures). One JSON line per subset on stdout: all images, then
 // (generated scenes) the images with 1, 2 and 3 objects:
@@ -99,6 +99,7 @@ void run_eval(const EvalOpts& o) {
   const decode::TranslationModel tm = decode::load_model_dir(o.model, o.weights);
   const std::optional<decode::ImageModelInput> in = decode::image_model_input(tm.model->config());
   if (!in) throw std::invalid_argument(o.model + ": not an image model; `attn caption eval` needs a captioning run");
+  models::resolve_attention_map(*tm.model, o.search.attention_map);  // an unknown name: before any image is read
   const std::string root = o.image_root.empty() ? std::filesystem::path(o.captions).parent_path().string() : o.image_root;
   const data::CaptionCorpus corpus = data::read_caption_corpus(o.captions, root.empty() ? "." : root);
   const std::vector<data::CaptionImage> images = data::select_splits(corpus, {o.split});
@@ -130,6 +131,7 @@ void add_caption_eval_command(CLI::App& caption) {
   add_beam_option(*cmd, o->search.beam, "beam size (1: greedy)", false);
   cmd->add_option("--max-words", o->search.max_words, "pieces a caption may have")
       ->capture_default_str()->check(CLI::Range(1, 1000));
+  add_attention_map_option(*cmd, o->search.attention_map);  // the map localisation reads
   cmd->add_flag("--shape-words-only", o->localisation.shape_words_only,
                 "localisation over the shape words alone (else every size, colour and shape word of an object)");
   cmd->add_option("--min-overlap", o->localisation.min_overlap,

@@ -50,6 +50,7 @@ void add_explain_command(CLI::App& app) {
   cmd->add_option("--heatmap-colors", o->heatmap_colors, "colour map of --heatmap (grey: 0 black, 1 white)")
       ->check(CLI::IsMember({"grey", "viridis"}))
       ->capture_default_str();
+  add_attention_map_option(*cmd, o->explain.attention_map);
   cmd->add_option("--example", o->example, "print a seed tutorial's worked example: general-attention, translation-step");
   add_threads_option(*cmd, o->threads);
   cmd->callback([o] {
@@ -62,6 +63,7 @@ void add_explain_command(CLI::App& app) {
     viz::HeatmapStyle heatmap_style;
     heatmap_style.colors = viz::parse_color_map(o->heatmap_colors, "--heatmap-colors");
     decode::TranslationModel tm = decode::load_model_dir(o->model, o->weights);
+    models::resolve_attention_map(*tm.model, o->explain.attention_map);  // an unknown name: before any input is read
     const bool image_model = decode::image_model_input(tm.model->config()).has_value();
     if (!image_model && !o->images.empty())
       throw std::invalid_argument("explain: " + o->model + " is a translation model: give sentences on stdin or -i, "

@@ -19,6 +19,8 @@
 //                      from the pieces of its first bytes)
 //   --attention-stats FILE  also one JSON line in FILE: the best hypotheses' attention
 //                      entropy and copy alignment (decode/attention_stats.h)
+//   --attention-map NAME  the map that --alignments, --attention-stats and --heatmaps show (default:
+//                      the model's own; an unknown name stops the command, exit 1, listing the maps)
 //   --heatmaps DIR     also DIR/0001.png, DIR/0002.png, ... (numbered by input line, 1-based;
 //                      none for an empty line): the best hypothesis's attention drawn by
 //                      viz/heatmap.h, --heatmap-format png|svg|pdf|html, --heatmap-colors grey|viridis
@@ -48,7 +50,7 @@ namespace {
 
 struct Opts {
   std::string model, weights, input, output, alignments, alignments_out;
-  std::string heatmaps, heatmap_format = "png", heatmap_colors = "grey", attention_stats;
+  std::string heatmaps, heatmap_format = "png", heatmap_colors = "grey", attention_stats, attention_map;
   int beam = 5, nbest = 1, threads = 0;
   double length_penalty = 1.0, max_len_ratio = 2.0;
   int64_t batch = 64, chunk = 2000, max_src_pieces = 250;
@@ -147,6 +149,7 @@ void add_options(CLI::App& cmd, Opts& o) {
   cmd.add_option("--attention-stats", o.attention_stats,
                   "also write the best hypotheses' attention statistics (mean entropy, copy alignment) to this "
                   "file as one JSON line");
+  add_attention_map_option(cmd, o.attention_map);
   cmd.add_option("--heatmaps", o.heatmaps,
                   "also draw each sentence's attention (best hypothesis) to DIR/0001.png, ... (by input line)");
   cmd.add_option("--heatmap-format", o.heatmap_format, "format of the --heatmaps files")
@@ -174,6 +177,7 @@ void add_translate_command(CLI::App& app) {
   cmd->callback([o] {
     set_num_threads(o->threads);
     decode::TranslationModel tm = decode::load_translation_model(o->model, o->weights);
+    models::resolve_attention_map(*tm.model, o->attention_map);  // an unknown name: before any input is read
     const std::string input = o->input.empty() ? "stdin" : o->input;
     std::vector<size_t> cut;
     const data::LineLimit limit{line_byte_limit(o->max_src_pieces), &cut};
@@ -195,6 +199,7 @@ void add_translate_command(CLI::App& app) {
     to.search.length_penalty = o->length_penalty;
     to.search.max_len_ratio = o->max_len_ratio;
     to.search.alignments = !o->alignments.empty() || !o->heatmaps.empty() || !o->attention_stats.empty();
+    to.search.attention_map = o->attention_map;
     decode::AttentionStats stats;
     viz::HeatmapStyle heatmap_style;
     heatmap_style.colors = viz::parse_color_map(o->heatmap_colors, "--heatmap-colors");

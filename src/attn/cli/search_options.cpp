@@ -18,6 +18,12 @@ CLI::Option* add_threads_option(CLI::App& cmd, int& threads) {
       ->check(CLI::Range(0, kMaxThreads));
 }
 
+CLI::Option* add_attention_map_option(CLI::App& cmd, std::string& map) {
+  return cmd.add_option("--attention-map", map,
+                        "the attention map to show, by name (default: the model's own; a model with one map: "
+                        "attention)");
+}
+
 size_t line_byte_limit(int64_t max_src_pieces) {
   if (max_src_pieces <= 0) return data::kMaxLineBytes;
   return std::max<size_t>(size_t(64) << 10, size_t(max_src_pieces) * 256);

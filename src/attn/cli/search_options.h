@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace attn::cli {
 
@@ -26,6 +27,12 @@ CLI::Option* add_threads_option(CLI::App& cmd, int& threads);
 // mostly whitespace or unknown characters; and SentencePiece holds ~250 bytes
 // per byte of a line it encodes: a 10 MB line once took 2.5 GB.
 size_t line_byte_limit(int64_t max_src_pieces);
+
+// --attention-map NAME: the attention map a command shows (its alignments,
+// heatmaps, explanation), one of the model's (models::Seq2SeqModel::
+// attention_maps()); empty by default: the model's own. The model refuses an
+// unknown name when it is loaded (exit 1, listing its maps).
+CLI::Option* add_attention_map_option(CLI::App& cmd, std::string& map);
 
 // --max-src-pieces in [0, 1,000,000] (0: no limit where `zero_is_no_limit`, else [1, ...]).
 CLI::Option* add_max_src_pieces_option(CLI::App& cmd, int64_t& pieces, const std::string& help, bool zero_is_no_limit);

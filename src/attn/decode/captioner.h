@@ -42,6 +42,7 @@ struct CaptionOptions {
   int beam = 1;                 // 1: greedy
   double length_penalty = 1.0;  // search.h's alpha
   int max_words = 40;           // pieces a caption may have: one that reaches it stops there, unfinished
+  std::string attention_map;    // the map PieceCaption::attention holds ("": the model's default; search.h)
 };
 
 struct PieceCaption {

@@ -24,17 +24,25 @@ double norm(const float* x, int64_t n) {
 // Row 0 of a [1, n] tensor as a vector.
 std::vector<float> row0(const Tensor& t) { return std::vector<float>(t.data(), t.data() + t.numel()); }
 
-// The step's record from step()'s output for the one row, choosing `chosen`.
-ExplainStep record_step(const models::StepOutput& out, int chosen, int64_t top_k) {
-  if (!out.query.defined() || !out.scores.defined() || !out.context.defined())
-    throw std::logic_error("explain: the model's step() did not fill the attention internals");
+// The internal `name` of `map` (models::internal): "name" for the model's
+// default map, "map.name" for another; nullptr when the step has none.
+const Tensor* internal_of(const models::StepOutput& out, const std::string& map, const std::string& name) {
+  const bool is_default = !out.attention.items.empty() && out.attention.items.front().first == map;
+  return out.internals.find(is_default ? name : map + "." + name);
+}
+
+// The step's record from step()'s output for the one row and `map`, choosing `chosen`.
+ExplainStep record_step(const models::StepOutput& out, const std::string& map, int chosen, int64_t top_k) {
+  const Tensor* weights = out.attention.find(map);
+  if (!weights) throw std::logic_error("explain: the model's step() reported no attention map \"" + map + "\"");
   ExplainStep s;
-  s.query = row0(out.query);
-  s.scores = row0(out.scores);
-  s.weights = row0(out.weights);
-  s.context_norm = norm(out.context.data(), out.context.numel());
-  if (out.position.defined()) s.position = double(out.position.data()[0]);
-  if (out.window.defined()) s.window = std::make_pair(int64_t(out.window.data()[0]), int64_t(out.window.data()[1]));
+  s.weights = row0(*weights);
+  if (const Tensor* q = internal_of(out, map, models::internal::kQuery)) s.query = row0(*q);
+  if (const Tensor* e = internal_of(out, map, models::internal::kScores)) s.scores = row0(*e);
+  if (const Tensor* c = internal_of(out, map, models::internal::kContext)) s.context_norm = norm(c->data(), c->numel());
+  if (const Tensor* p = internal_of(out, map, models::internal::kPosition)) s.position = double(p->data()[0]);
+  if (const Tensor* w = internal_of(out, map, models::internal::kWindow))
+    s.window = std::make_pair(int64_t(w->data()[0]), int64_t(w->data()[1]));
   const int64_t V = out.log_probs.size(1), k = std::min<int64_t>(top_k, V);
   std::vector<int> tokens(static_cast<size_t>(k));
   std::vector<float> lp(static_cast<size_t>(k));
@@ -66,6 +74,7 @@ Explanation explain_source(const models::Seq2SeqModel& model, const Tensor& src,
   so.max_len_ratio = o.max_len_ratio;
   so.max_len_offset = o.max_len_offset;
   so.alignments = false;  // the replay records the weights
+  so.attention_map = models::resolve_attention_map(model, o.attention_map);  // refuses an unknown name
   const Hypothesis best = search(model, src, {S}, so).at(0).hypotheses.at(0);
 
   Explanation e;
@@ -80,7 +89,7 @@ Explanation explain_source(const models::Seq2SeqModel& model, const Tensor& src,
   for (size_t t = 0; t < T; ++t) {
     models::StepOutput out = model.step(enc.memory, state, prev, int64_t(t), models::StepDetail::Internals);
     const int chosen = t < e.tokens.size() ? e.tokens[t] : sp.eos;
-    e.steps.push_back(record_step(out, chosen, o.top_k));
+    e.steps.push_back(record_step(out, so.attention_map, chosen, o.top_k));
     state = std::move(out.state);
     prev = Tensor::full({1}, float(chosen));
   }
@@ -94,13 +103,15 @@ nlohmann::json finite_or_null(float x) { return std::isfinite(x) ? nlohmann::jso
 nlohmann::json step_json(const ExplainStep& s, size_t t, const data::SubwordVocab& tgt) {
   nlohmann::json j;
   j["t"] = t + 1;
-  j["query"] = s.query;
-  j["query_norm"] = norm(s.query.data(), int64_t(s.query.size()));
-  nlohmann::json scores = nlohmann::json::array();
-  for (float x : s.scores) scores.push_back(finite_or_null(x));
+  // an internal the model does not give is null
+  j["query"] = s.query ? nlohmann::json(*s.query) : nlohmann::json(nullptr);
+  j["query_norm"] = s.query ? nlohmann::json(norm(s.query->data(), int64_t(s.query->size()))) : nlohmann::json(nullptr);
+  nlohmann::json scores = s.scores ? nlohmann::json::array() : nlohmann::json(nullptr);
+  if (s.scores)
+    for (float x : *s.scores) scores.push_back(finite_or_null(x));
   j["scores"] = scores;
   j["weights"] = s.weights;
-  j["context_norm"] = s.context_norm;
+  j["context_norm"] = s.context_norm ? nlohmann::json(*s.context_norm) : nlohmann::json(nullptr);
   j["position"] = s.position ? nlohmann::json(*s.position) : nlohmann::json(nullptr);
   j["window_range"] = s.window ? nlohmann::json::array({s.window->first, s.window->second}) : nlohmann::json(nullptr);
   nlohmann::json top = nlohmann::json::array();

@@ -4,8 +4,10 @@
 //
 // The search (decode::search, greedy or beam) picks the path; the path is then
 // replayed teacher-forced through the model's encode() and plain step() with
-// StepDetail::Internals for the one sentence, which records per step the query,
-// the scores, the weights, the context and the next-token distribution. The
+// StepDetail::Internals for the one sentence, which records per step the
+// weights of one attention map (ExplainOptions::attention_map), the internals
+// the model gives for it (query, scores, context; a local window and
+// position) and the next-token distribution. The
 // replay feeds the search's tokens, so the tokens are the search's; its
 // weights are the search's alignments up to float rounding (the fused search
 // step of rnnsearch computes the same equations in another order;
@@ -38,14 +40,18 @@ struct ExplainOptions {
   double max_len_ratio = 2.0;   // the search's length limit, as SearchOptions
   int64_t max_len_offset = 5;   // see max_len_ratio
   int64_t max_src_pieces = 250; // a text of more source pieces is refused (std::invalid_argument), never cut
+  std::string attention_map;    // the map explained ("": the model's default; an unknown one is refused,
+                                // std::invalid_argument listing the model's maps)
 };
 
-// One decoder step of the explained path, over source pieces.
+// One decoder step of the explained path, over source pieces. The weights are
+// the explained map's; the internals (optional: what the model's step()
+// gives, models::internal) are how that map was computed.
 struct ExplainStep {
-  std::vector<float> query;                           // [Q] the decoder state the scores read
-  std::vector<float> scores;                          // [S] before the softmax, -inf where hidden
+  std::optional<std::vector<float>> query;            // [Q] the decoder state the scores read
+  std::optional<std::vector<float>> scores;           // [S] before the softmax, -inf where hidden
   std::vector<float> weights;                         // [S] the attention weights
-  double context_norm = 0;                            // |c_t|
+  std::optional<double> context_norm;                 // |c_t|
   std::optional<double> position;                     // local-p's predicted p_t
   std::optional<std::pair<int64_t, int64_t>> window;  // local attention's visible source range [lo, hi)
   std::vector<std::pair<int, float>> top_k;           // [k] (token, probability), best first

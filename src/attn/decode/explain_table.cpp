@@ -30,18 +30,32 @@ std::string pad(const std::string& s, size_t width) {
 // A bar of the weight: one '#' per 1/40, at least one for a weight above 0.5/40.
 std::string bar(double w) { return std::string(size_t(std::lround(std::max(0.0, w) * 40)), '#'); }
 
+// A number of the step that may be null (an internal the model does not give): "-" then.
+std::string fixed_or_dash(const json& x) { return x.is_null() ? "-" : fixed(x.get<double>()); }
+
+// Score j of the step: "masked" where hidden, "-" when the model gives no scores.
+std::string score_text(const json& s, size_t j, int decimals) {
+  const json& scores = s.at("scores");
+  if (scores.is_null()) return "-";
+  return scores[j].is_null() ? "masked" : fixed(scores[j].get<double>(), decimals);
+}
+
+// "t=1  query |q| = ...  context |c| = ..."
+std::string step_head(const json& s) {
+  return "t=" + std::to_string(s.at("t").get<int64_t>()) + "  query |q| = " + fixed_or_dash(s.at("query_norm")) +
+         "  context |c| = " + fixed_or_dash(s.at("context_norm"));
+}
+
 void step_table(std::ostream& out, const json& s, const json& src, size_t width) {
-  out << "t=" << s.at("t").get<int64_t>() << "  query |q| = " << fixed(s.at("query_norm").get<double>())
-      << "  context |c| = " << fixed(s.at("context_norm").get<double>());
+  out << step_head(s);
   if (!s.at("window_range").is_null())
     out << "  window [" << s.at("window_range")[0].get<int64_t>() << ", " << s.at("window_range")[1].get<int64_t>()
         << ")";
   if (!s.at("position").is_null()) out << "  p_t = " << fixed(s.at("position").get<double>());
   out << "\n  " << pad("source", width) << "     score  weight\n";
   for (size_t j = 0; j < src.size(); ++j) {
-    const json& sc = s.at("scores")[j];
     const double w = s.at("weights")[j].get<double>();
-    std::string score = sc.is_null() ? "masked" : fixed(sc.get<double>());
+    const std::string score = score_text(s, j, 3);
     out << "  " << pad(src[j].get<std::string>(), width) << " " << std::string(score.size() < 9 ? 9 - score.size() : 0, ' ')
         << score << "  " << fixed(w) << "  " << bar(w) << "\n";
   }
@@ -55,8 +69,7 @@ void step_table(std::ostream& out, const json& s, const json& src, size_t width)
 // An image's step: the scores and the weights as Gh x Gw grids side by side
 // (row 0 at the top, as the picture), then the cell with the most weight.
 void grid_step_table(std::ostream& out, const json& s, const json& src, int gh, int gw) {
-  out << "t=" << s.at("t").get<int64_t>() << "  query |q| = " << fixed(s.at("query_norm").get<double>())
-      << "  context |c| = " << fixed(s.at("context_norm").get<double>()) << "\n";
+  out << step_head(s) << "\n";
   const size_t cell = 8, width = size_t(gw) * cell;
   out << "  " << pad("scores", width) << "   weights\n";
   size_t best = 0;
@@ -64,8 +77,7 @@ void grid_step_table(std::ostream& out, const json& s, const json& src, int gh, 
     std::string scores, weights;
     for (int c = 0; c < gw; ++c) {
       const size_t g = size_t(r) * size_t(gw) + size_t(c);
-      const json& sc = s.at("scores")[g];
-      const std::string x = sc.is_null() ? "masked" : fixed(sc.get<double>(), 2);
+      const std::string x = score_text(s, g, 2);
       scores += std::string(cell > x.size() ? cell - x.size() : 1, ' ') + x;
       weights += " " + fixed(s.at("weights")[g].get<double>());
       if (s.at("weights")[g].get<double>() > s.at("weights")[best].get<double>()) best = g;

@@ -38,7 +38,7 @@ std::string join(const std::vector<std::string>& pieces, std::pair<size_t, size_
 }
 
 // One step's source columns merged: weights summed, scores log sum exp over
-// the visible pieces (null when none is visible).
+// the visible pieces (null when none is visible, or the model gives no scores).
 void merge_columns(const json& step, const std::vector<std::pair<size_t, size_t>>& src, std::vector<double>& weights,
                    std::vector<std::optional<double>>& scores) {
   const json& w = field(step, "weights");
@@ -49,7 +49,7 @@ void merge_columns(const json& step, const std::vector<std::pair<size_t, size_t>
     double mx = -std::numeric_limits<double>::infinity(), sum = 0;
     for (size_t i = src[k].first; i < src[k].second; ++i) {
       weights[k] += w.at(i).get<double>();
-      if (!sc.at(i).is_null()) mx = std::max(mx, sc.at(i).get<double>());
+      if (!sc.is_null() && !sc.at(i).is_null()) mx = std::max(mx, sc.at(i).get<double>());
     }
     if (mx == -std::numeric_limits<double>::infinity()) continue;
     for (size_t i = src[k].first; i < src[k].second; ++i)
@@ -86,7 +86,7 @@ json merge_steps(const json& steps, std::pair<size_t, size_t> span, size_t t,
   json scores = json::array();
   for (size_t k = 0; k < src.size(); ++k)
     scores.push_back(score_count[k] ? json(score_sum[k] / score_count[k]) : json(nullptr));
-  out["scores"] = scores;
+  if (!field(steps.at(span.first), "scores").is_null()) out["scores"] = scores;  // else null, as the model gave
   out["weights"] = weights;
   out["window_range"] = window;
   out["chosen"] = chosen;

@@ -26,6 +26,16 @@ void check(const models::Seq2SeqModel& model, const Tensor& src, const std::vect
   // the model's encode() checks the rest of src's shape (ids or images)
   if (!src.defined() || src.dim() < 2 || int64_t(lengths.size()) != src.size(0))
     throw std::invalid_argument("search: expects src [B, S] (or images [B, 3, H, W]) and B lengths");
+  models::resolve_attention_map(model, o.attention_map);  // an unknown name is refused, alignments or not
+}
+
+// The model's decoder for a search of at most max_rows rows, reporting the
+// options' attention map when the search keeps alignments (else none).
+std::unique_ptr<models::StepDecoder> make_decoder(const models::Seq2SeqModel& model, const models::Encoded& e,
+                                                  int64_t max_rows, const SearchOptions& o) {
+  std::unique_ptr<models::StepDecoder> decoder = model.decoder(e.memory, max_rows, o.prepared);
+  if (o.alignments) decoder->report_attention(models::resolve_attention_map(model, o.attention_map));
+  return decoder;
 }
 
 int64_t max_steps(const SearchOptions& o, int64_t src_len) {
@@ -44,7 +54,9 @@ void finalize(Hypothesis& h, double alpha) {
   h.score = alpha == 0 || len == 0 ? h.log_prob : h.log_prob / std::pow(len, alpha);
 }
 
+// weights [N, S]: StepTop::attention, the map the search asked for
 void append_attention(std::vector<float>& dst, const Tensor& weights, int64_t row, int64_t src_len) {
+  if (!weights.defined()) throw std::logic_error("search: the decoder step reported no attention map");
   const float* w = weights.data() + row * weights.size(1);
   dst.insert(dst.end(), w, w + src_len);
 }
@@ -59,7 +71,7 @@ std::vector<SearchResult> greedy_search(const models::Seq2SeqModel& model, const
   std::vector<SearchResult> results(static_cast<size_t>(B));
   std::vector<Hypothesis> hyp(static_cast<size_t>(B));
   models::Encoded e = model.encode(src, lengths);
-  std::unique_ptr<models::StepDecoder> decoder = model.decoder(e.memory, B, o.prepared);
+  std::unique_ptr<models::StepDecoder> decoder = make_decoder(model, e, B, o);
   models::DecoderState state = decoder->start(e.state, B, longest(o, lengths));
   std::vector<int64_t> sent(static_cast<size_t>(B));  // decoder row -> sentence
   for (int64_t b = 0; b < B; ++b) sent[size_t(b)] = b;
@@ -74,7 +86,7 @@ std::vector<SearchResult> greedy_search(const models::Seq2SeqModel& model, const
       Hypothesis& h = hyp[size_t(b)];
       const int best = out.tokens[i];
       h.log_prob += double(out.log_probs[i]);
-      if (o.alignments) append_attention(h.attention, out.weights, int64_t(i), lengths[size_t(b)]);
+      if (o.alignments) append_attention(h.attention, out.attention, int64_t(i), lengths[size_t(b)]);
       if (best == ids.eos) {
         h.finished = true;
         continue;
@@ -151,7 +163,7 @@ std::vector<Hypothesis> extend(const std::vector<Candidate>& cands, const std::v
     h.log_prob = c.score;
     if (o.alignments) {
       h.attention = beams[size_t(c.row)].attention;
-      append_attention(h.attention, out.weights, c.row, src_len);
+      append_attention(h.attention, out.attention, c.row, src_len);
     }
     if (c.token == eos) {
       if (int64_t(rank) < K) {
@@ -196,7 +208,7 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
   std::vector<SearchResult> results(static_cast<size_t>(B));
   std::vector<std::vector<Hypothesis>> finished(static_cast<size_t>(B));
   models::Encoded e = model.encode(src, lengths);
-  std::unique_ptr<models::StepDecoder> decoder = model.decoder(e.memory, B * K, o.prepared);
+  std::unique_ptr<models::StepDecoder> decoder = make_decoder(model, e, B * K, o);
   // Decoder rows hold the live hypotheses only, each sentence's contiguous and
   // in rank order; rows[r] is row r's sentence. A sentence starts with one row
   // (its K beams would all be the same BOS hypothesis, and only one is ever

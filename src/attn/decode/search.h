@@ -25,6 +25,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "attn/models/seq2seq.h"
@@ -37,7 +38,11 @@ struct SearchOptions {
   double length_penalty = 1.0;   // alpha in score = log_prob / length^alpha (0: raw log-probability)
   double max_len_ratio = 2.0;    // at most max_len_ratio * src_len + max_len_offset steps (EOS included)
   int64_t max_len_offset = 5;    // see max_len_ratio
-  bool alignments = true;        // keep each hypothesis' attention weights
+  bool alignments = true;        // keep each hypothesis' attention weights (of attention_map)
+  // The attention map the alignments hold: a name of model.attention_maps(),
+  // or "" for the model's default (the first). An unknown name is refused
+  // (std::invalid_argument listing the model's maps) even without alignments.
+  std::string attention_map;
   // The model's decoder weights prepared once for many searches
   // (model.prepare_decoder() for at least the search's rows: B * beam), or
   // nullptr: each search prepares its own.
@@ -49,7 +54,7 @@ struct Hypothesis {
   double log_prob = 0;           // sum of log-probabilities of tokens (+ EOS when finished)
   double score = 0;              // log_prob / length^length_penalty
   bool finished = false;         // ended with EOS (false: stopped at the length limit)
-  std::vector<float> attention;  // [steps, src_len] row-major weights, steps = tokens + finished
+  std::vector<float> attention;  // [steps, src_len] row-major weights of the options' attention_map, steps = tokens + finished
 };
 
 struct SearchResult {

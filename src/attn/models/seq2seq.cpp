@@ -42,6 +42,34 @@ Tensor Seq2SeqModel::cross_entropy_of(const Tensor& features, const data::Seq2Se
   return output_cross_entropy(features, out.weight, out.bias, targets.view({targets.numel()}), ce);
 }
 
+const Tensor* NamedTensors::find(const std::string& name) const {
+  for (const auto& [n, t] : items)
+    if (n == name) return &t;
+  return nullptr;
+}
+
+void NamedTensors::add(const std::string& name, const Tensor& t) {
+  if (t.defined()) items.emplace_back(name, t);
+}
+
+std::vector<std::string> NamedTensors::names() const {
+  std::vector<std::string> out;
+  for (const auto& [n, t] : items) out.push_back(n);
+  return out;
+}
+
+std::vector<std::string> Seq2SeqModel::attention_maps() const { return {kAttentionMap}; }
+
+std::string resolve_attention_map(const Seq2SeqModel& model, const std::string& name) {
+  const std::vector<std::string> maps = model.attention_maps();
+  if (name.empty()) return maps.empty() ? std::string() : maps.front();
+  if (std::find(maps.begin(), maps.end(), name) != maps.end()) return name;
+  std::string known;
+  for (const std::string& m : maps) known += (known.empty() ? "" : ", ") + m;
+  throw std::invalid_argument("unknown attention map \"" + name + "\" (the model's maps: " +
+                              (maps.empty() ? std::string("none") : known) + ")");
+}
+
 namespace {
 
 // Seq2SeqModel::decoder()'s default: step() over the selected memory rows and
@@ -69,9 +97,19 @@ public:
     out_.log_probs.resize(size_t(N * k));
     for (int64_t i = 0; i < N; ++i)
       top_k_row(o.log_probs.data() + i * V, V, 0.0f, k, out_.tokens.data() + i * k, out_.log_probs.data() + i * k);
-    out_.weights = o.weights;
+    out_.attention = Tensor();
+    if (!attention_map_.empty()) {
+      const Tensor* a = o.attention.find(attention_map_);
+      if (!a) throw std::logic_error("decoder step: step() reported no attention map \"" + attention_map_ + "\"");
+      out_.attention = *a;
+    }
     state.copy_live_from(o.state);
     return out_;
+  }
+
+  void report_attention(const std::string& map) override {
+    if (!map.empty()) resolve_attention_map(model_, map);  // throws for a map the model does not report
+    attention_map_ = map;
   }
 
 private:

@@ -13,7 +13,8 @@
 // makes the search's state once (StepDecoder::start: buffers for the search's
 // most rows and steps) and then, per step t (0 at BOS), reads the previous
 // token of every row and updates that state in place, returning the k best
-// next tokens of each row and the attention weights over the source. Rows
+// next tokens of each row and, when asked, one attention map over the source
+// (a model reports any number, by name: attention_maps()). Rows
 // read the memory through a row -> sentence map, so beams and finished
 // sentences never copy it; the search reorders or drops rows of the state by
 // index (DecoderState::gather) without knowing what its tensors mean. step()
@@ -24,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "attn/data/batch.h"
@@ -39,25 +41,49 @@ struct Encoded {
   DecoderState state;  // the decoder's initial state, B rows
 };
 
-// What step() computes besides log-probabilities, weights and state.
+// What step() computes besides log-probabilities, attention maps and state.
 enum class StepDetail {
   Weights,    // nothing more (searches, training: no extra work)
-  Internals,  // also StepOutput's attention internals (attn explain)
+  Internals,  // also StepOutput's internals (attn explain)
 };
 
+// Tensors by name, in the order a model adds them (a step's attention maps and
+// internals), each with the row axis first.
+struct NamedTensors {
+  std::vector<std::pair<std::string, Tensor>> items;
+  // The tensor `name`, or nullptr when there is none.
+  const Tensor* find(const std::string& name) const;
+  // Appends `name` -> t; an undefined t is not added (an internal the step does not have).
+  void add(const std::string& name, const Tensor& t);
+  // The names, in order.
+  std::vector<std::string> names() const;
+};
+
+// The name of the one attention map of rnnsearch, luong and show_attend_tell.
+inline const std::string kAttentionMap = "attention";
+
+// The names of StepOutput::internals that attn explain prints; a model fills
+// those it has. They describe how its default map (attention.items[0]) was
+// computed; a model with several maps may add the same for map M as
+// "M.query", "M.scores", ... (explain reads those for M).
+namespace internal {
+inline const std::string kQuery = "query";        // [N, Q] the decoder state the scores read (rnnsearch: s_{i-1}; luong: h_t)
+inline const std::string kScores = "scores";      // [N, S] alignment scores before the softmax, -inf where the key is
+                                                  // hidden (past each length, outside a local window)
+inline const std::string kContext = "context";    // [N, Dv] the context vector sum_j weights_j values_j
+inline const std::string kWindow = "window";      // [N, 2] local attention: the visible source range [lo, hi)
+                                                  // (float-encoded, lo == hi when empty)
+inline const std::string kPosition = "position";  // [N] local-p's predicted position p_t
+}  // namespace internal
+
 struct StepOutput {
-  Tensor log_probs;    // [N, V] log p(y_t | y_<t, x)
-  Tensor weights;      // [N, S] attention weights of this step (zeros past each length)
-  DecoderState state;  // the state after consuming the previous token (N rows)
-  // The attention internals, with StepDetail::Internals (else undefined); Q is
-  // the query size, detached from the tape:
-  Tensor query;     // [N, Q] the decoder state the scores read (rnnsearch: s_{i-1}; luong: h_t)
-  Tensor scores;    // [N, S] alignment scores before the softmax, -inf where the key is hidden
-                    // (past each length, outside a local window)
-  Tensor context;   // [N, Dv] the context vector sum_j weights_j values_j
-  Tensor window;    // [N, 2] local attention: the visible source range [lo, hi) (float-encoded,
-                    // lo == hi when empty); undefined for global attention
-  Tensor position;  // [N] local-p's predicted position p_t; undefined otherwise
+  Tensor log_probs;        // [N, V] log p(y_t | y_<t, x)
+  NamedTensors attention;  // the step's attention maps, each [N, keys] (zeros past each length), in the order of
+                           // Seq2SeqModel::attention_maps(): items[0] is the model's default. rnnsearch, luong,
+                           // show_attend_tell: one, kAttentionMap [N, S] (the captioner: [N, cells])
+  DecoderState state;      // the state after consuming the previous token (N rows)
+  NamedTensors internals;  // StepDetail::Internals only (else empty): the names of namespace internal that the model
+                           // has, detached from the tape (Q is the query size)
 };
 
 // One search step as the searches consume it (StepDecoder::step): per row,
@@ -66,7 +92,8 @@ struct StepTop {
   int64_t k = 0;                 // tokens kept per row
   std::vector<int> tokens;       // [N * k] row i's best tokens at [i * k, i * k + k): logit (so log p) descending, ties by lower id
   std::vector<float> log_probs;  // [N * k] their log p(y_t | y_<t, x), as step()'s log_probs
-  Tensor weights;                // [N, S] attention weights of this step (zeros past each length)
+  Tensor attention;              // [N, keys] the map StepDecoder::report_attention() asked for (zeros past each
+                                 // length); undefined when it asked for none
 };
 
 // A model's decoder prepared for one search over one encoded batch (weights
@@ -87,6 +114,17 @@ public:
   // call. Throws std::invalid_argument on inconsistent sizes.
   virtual const StepTop& step(const std::vector<int64_t>& rows, DecoderState& state, const std::vector<int>& prev,
                               int64_t k, int64_t t) = 0;
+  // The attention map step() reports in StepTop::attention from the next step
+  // on: a name of the model's attention_maps() (resolve_attention_map), or ""
+  // for none, the default: a search that keeps no alignments asks for none, so
+  // a decoder copies out no map (and a model with many computes none it does
+  // not need). The default stores the name in attention_map_; a decoder that
+  // reports fewer maps than its model overrides it and throws
+  // std::invalid_argument for a name it cannot report.
+  virtual void report_attention(const std::string& map) { attention_map_ = map; }
+
+protected:
+  std::string attention_map_;  // report_attention()'s map, "" for none
 };
 
 // Weights a model lays out once for any number of searches (packed panels,
@@ -113,10 +151,16 @@ public:
   // Decoder step t (0 at BOS) for N rows: memory of N rows (one per decoder
   // row), state of N rows, prev [N] ids (BOS at t = 0) -> a new state of N
   // rows (differentiable ops: the state is not updated in place).
-  // StepDetail::Internals also fills StepOutput's attention internals (every
-  // model kind must); the default computes nothing beyond the weights.
+  // StepDetail::Internals also fills StepOutput::internals with what the model
+  // has (attn explain prints them); the default computes nothing beyond the
+  // attention maps.
   virtual StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev, int64_t t,
                           StepDetail detail = StepDetail::Weights) const = 0;
+
+  // The names of the attention maps step() reports (StepOutput::attention, in
+  // its order), the model's default first. The default: {kAttentionMap}, the
+  // one map of every built-in kind.
+  virtual std::vector<std::string> attention_maps() const;
 
   // A decoder for searches over `memory` (as encode() returned it, B sentences)
   // with at most max_rows decoder rows per step. The default runs step() on
@@ -180,6 +224,11 @@ protected:
   ModelConfig config_;
   Rng& dropout_rng_;
 };
+
+// The attention map `name` of model.attention_maps(), or the model's default
+// (the first) when `name` is empty. Throws std::invalid_argument naming `name`
+// and listing the model's maps when it reports no map of that name.
+std::string resolve_attention_map(const Seq2SeqModel& model, const std::string& name);
 
 // Builds the model of the kind `config.type` names in the table of kinds
 // (models/kinds.h), parameters drawn from `init`; dropout

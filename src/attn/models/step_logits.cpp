@@ -34,6 +34,13 @@ void check_step_rows(const char* who, const std::vector<int64_t>& rows, const st
   }
 }
 
+const std::string& check_one_attention_map(const char* who, const std::string& map) {
+  if (!map.empty() && map != kAttentionMap)
+    throw std::invalid_argument(std::string(who) + " decoder: unknown attention map \"" + map +
+                                "\" (the model's maps: " + kAttentionMap + ")");
+  return map;
+}
+
 StepLogits::StepLogits(const nn::StepLinear* w, const float* b) : w_(w), b_(b) {
   tiles_ = (w->units() + kTileUnits - 1) / kTileUnits;
   V_ = w->out();

@@ -10,6 +10,7 @@
 // thread count. Tokens are the k largest logits, ties by lower id.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "attn/models/seq2seq.h"
@@ -22,6 +23,11 @@ namespace attn::models::detail {
 // std::invalid_argument "<who> decoder step: ..." naming the value.
 void check_step_rows(const char* who, const std::vector<int64_t>& rows, const std::vector<int>& prev, int64_t k,
                      int64_t B, int64_t V);
+
+// What a fused search step may report (StepDecoder::report_attention): its
+// model's one map, kAttentionMap, or "" (none). Returns `map`; throws
+// std::invalid_argument naming it and the one map otherwise.
+const std::string& check_one_attention_map(const char* who, const std::string& map);
 
 class StepLogits {
 public:

@@ -76,11 +76,11 @@ std::future<std::vector<decode::Translation>> MicroBatcher::submit_translate(std
   return f;
 }
 
-std::future<decode::PieceCaption> MicroBatcher::submit_caption(Tensor pixels, int beam) {
+std::future<decode::PieceCaption> MicroBatcher::submit_caption(Tensor pixels, int beam, std::string attention_map) {
   if (!pixels.defined() || pixels.dim() != 4 || pixels.size(0) != 1)
     throw std::invalid_argument("serve: a caption request holds pixels [1, 3, H, W]");
   auto job = std::make_shared<Job>();
-  job->key = {beam, false, true};
+  job->key = {beam, false, true, std::move(attention_map)};
   job->pixels = std::move(pixels);
   auto f = job->caption.get_future();
   enqueue(job);
@@ -204,7 +204,7 @@ void MicroBatcher::run_caption(const std::vector<Slice>& slices) {
       if (batch[i]->pixels.shape() != first.shape()) throw std::logic_error("serve: images of different sizes in a batch");
       std::memcpy(pixels.data() + int64_t(i) * per_image, batch[i]->pixels.data(), size_t(per_image) * sizeof(float));
     }
-    captions = caption_(pixels, batch.front()->key.beam);
+    captions = caption_(pixels, batch.front()->key);
     if (captions.size() != batch.size()) throw std::logic_error("serve: the captioner returned a wrong number of captions");
   } catch (...) {
     for (const auto& j : batch) j->caption.set_exception(std::current_exception());

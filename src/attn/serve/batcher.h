@@ -4,7 +4,7 @@
 //
 //   - A batch starts with the request at the front of the queue and takes, in
 //     queue order, the waiting requests with the same BatchKey (beam size,
-//     alignments, text or image), each with as many of its waiting sentences
+//     alignments and their attention map, text or image), each with as many of its waiting sentences
 //     as fit: a batch never holds more than max_batch sentences. An image
 //     counts as one sentence.
 //   - A request of more sentences than a batch takes is decoded in turns: after
@@ -49,6 +49,7 @@ struct BatchKey {
   int beam = 1;
   bool alignments = false;
   bool image = false;  // a caption request (pixels), else a translation (texts)
+  std::string attention_map;  // the map of the alignments (a caption's attention), resolved: never ""
   bool operator==(const BatchKey&) const = default;
 };
 
@@ -58,7 +59,7 @@ using TranslateBatch =
 
 // One batch's captions, in the order of the images of pixels [B, 3, H, W]
 // (run on the worker thread).
-using CaptionBatch = std::function<std::vector<decode::PieceCaption>(const Tensor& pixels, int beam)>;
+using CaptionBatch = std::function<std::vector<decode::PieceCaption>(const Tensor& pixels, const BatchKey& key)>;
 
 // The queue cannot take a request (full, or the batcher is stopping): 503.
 class QueueFull : public std::runtime_error {
@@ -86,7 +87,8 @@ public:
   // result, or the exception the decoding threw.
   std::future<std::vector<decode::Translation>> submit_translate(std::vector<std::string> texts, BatchKey key);
   // pixels [1, 3, H, W]: one uploaded image, decoded and normalised
-  std::future<decode::PieceCaption> submit_caption(Tensor pixels, int beam);
+  // (its captions' attention: attention_map, a name of the model's maps)
+  std::future<decode::PieceCaption> submit_caption(Tensor pixels, int beam, std::string attention_map);
   // pixels: undefined for a sentence, [1, 3, H, W] for an image (ExplainFunction)
   std::future<nlohmann::json> submit_explain(nlohmann::json request, Tensor pixels = {});
 

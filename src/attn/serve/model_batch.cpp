@@ -12,6 +12,7 @@ TranslateBatch model_translate_batch(const decode::TranslationModel& model, int6
     decode::TranslateOptions o;
     o.search.beam = key.beam;
     o.search.alignments = key.alignments;
+    o.search.attention_map = key.attention_map;
     o.batch_sentences = max_batch;
     o.max_src_tokens = 0;  // the server refuses over-long texts instead (request.h)
     auto& p = (*prepared)[key.beam];
@@ -24,9 +25,10 @@ TranslateBatch model_translate_batch(const decode::TranslationModel& model, int6
 CaptionBatch model_caption_batch(const decode::TranslationModel& model) {
   const std::optional<decode::ImageModelInput> in = decode::image_model_input(model.model->config());
   if (!in) return {};
-  return [&model, in = *in](const Tensor& pixels, int beam) {
+  return [&model, in = *in](const Tensor& pixels, const BatchKey& key) {
     decode::CaptionOptions o;
-    o.beam = beam;
+    o.beam = key.beam;
+    o.attention_map = key.attention_map;
     return decode::caption_pixels(*model.model, pixels, in, o);
   };
 }

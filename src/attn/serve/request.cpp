@@ -64,6 +64,11 @@ public:
     return int(n);
   }
 
+  std::string get_string(const std::string& key) {
+    const std::string* v = value(key);
+    return v ? *v : std::string();
+  }
+
   bool get_bool(const std::string& key, bool dflt) {
     const std::string* v = value(key);
     if (!v) return dflt;
@@ -99,6 +104,7 @@ CaptionRequest parse_caption_query(const QueryParams& params, const RequestLimit
   QueryReader q(params);
   CaptionRequest r;
   r.beam = q.get_int("beam", r.beam, 1, limits.max_beam);
+  r.attention_map = q.get_string("attention_map");
   q.finish();
   return r;
 }
@@ -109,6 +115,7 @@ nlohmann::json parse_image_explain_query(const QueryParams& params, const Reques
   out["beam"] = q.get_int("beam", 1, 1, limits.max_beam);
   out["top_k"] = q.get_int("top_k", 5, 1, limits.max_top_k);
   out["words"] = q.get_bool("words", false);
+  out["attention_map"] = q.get_string("attention_map");
   q.finish();
   return out;
 }
@@ -126,6 +133,7 @@ TranslateRequest parse_translate_request(const std::string& body, const RequestL
     req.texts = req.many ? read_texts(*texts, limits.max_texts) : std::vector<std::string>{read_text(*text)};
     req.beam = read_in_range(r, "beam", req.beam, 1, limits.max_beam);
     req.alignments = r.get_bool("alignments", req.alignments);
+    req.attention_map = r.get_string("attention_map", req.attention_map);
     r.finish();
   } catch (const config::FieldError& e) {
     throw RequestError(e.key(), e.what());
@@ -147,6 +155,7 @@ nlohmann::json parse_explain_request(const std::string& body, const RequestLimit
     out["beam"] = read_in_range(r, "beam", 1, 1, limits.max_beam);
     out["top_k"] = read_in_range(r, "top_k", 5, 1, limits.max_top_k);
     out["words"] = r.get_bool("words", false);
+    out["attention_map"] = r.get_string("attention_map", "");
     r.finish();
   } catch (const config::FieldError& e) {
     throw RequestError(e.key(), e.what());

@@ -27,18 +27,21 @@ private:
   std::string field_;
 };
 
-// {"text": "..."} or {"texts": ["...", ...]}, "beam" (default 5), "alignments" (default false).
+// {"text": "..."} or {"texts": ["...", ...]}, "beam" (default 5), "alignments" (default false),
+// "attention_map" (default "": the model's own; the route refuses a name the model does not report).
 struct TranslateRequest {
   std::vector<std::string> texts;  // one or more (an empty text is allowed: it translates to "")
   bool many = false;               // given as "texts": the answer is {"translations": [...]}
   int beam = 5;
   bool alignments = false;
+  std::string attention_map;       // the map of "weights" ("": the model's default)
 };
 
 TranslateRequest parse_translate_request(const std::string& body, const RequestLimits& limits);
 
-// {"text", "beam" (default 1), "top_k" (default 5), "words" (default false)},
-// returned with every field present: what the ExplainFunction receives.
+// {"text", "beam" (default 1), "top_k" (default 5), "words" (default false),
+// "attention_map" (default "")}, returned with every field present: what the
+// ExplainFunction receives.
 nlohmann::json parse_explain_request(const std::string& body, const RequestLimits& limits);
 
 // The over-long text rule: a text of more than limits.max_src_pieces source
@@ -47,14 +50,16 @@ nlohmann::json parse_explain_request(const std::string& body, const RequestLimit
 // A URL's query parameters, name -> value (httplib::Params).
 using QueryParams = std::multimap<std::string, std::string>;
 
-// POST /v1/caption's query: ?beam=K (default 1: greedy, as `attn caption`).
+// POST /v1/caption's query: ?beam=K (default 1: greedy, as `attn caption`),
+// &attention_map=NAME (default: the model's own).
 struct CaptionRequest {
   int beam = 1;
+  std::string attention_map;
 };
 CaptionRequest parse_caption_query(const QueryParams& params, const RequestLimits& limits);
 
-// An image's POST /v1/explain query: ?beam=&top_k=&words= (true / false),
-// returned as {"beam" (default 1), "top_k" (default 5), "words" (default false)}.
+// An image's POST /v1/explain query: ?beam=&top_k=&words= (true / false)&attention_map=,
+// returned as {"beam" (default 1), "top_k" (default 5), "words" (default false), "attention_map" (default "")}.
 nlohmann::json parse_image_explain_query(const QueryParams& params, const RequestLimits& limits);
 
 void check_src_pieces(const std::vector<std::string>& texts, const std::string& field, const data::SubwordVocab& vocab,

@@ -112,12 +112,24 @@ Tensor upload_pixels(const RouteContext& ctx, const std::string& body) {
   return decode::picture_batch(picture, *ctx.image);
 }
 
+// A request's "attention_map" (a field, or an image's query parameter) -> the
+// model's map of that name ("": its default); an unknown name is the request's
+// fault: RequestError on "attention_map" (400) listing the model's maps.
+std::string attention_map_of(const RouteContext& ctx, const std::string& name) {
+  try {
+    return models::resolve_attention_map(*ctx.model.model, name);
+  } catch (const std::invalid_argument& e) {
+    throw RequestError("attention_map", std::string("request.attention_map: ") + e.what());
+  }
+}
+
 void handle_caption(const RouteContext& ctx, const httplib::Request& req, httplib::Response& res) {
   if (!ctx.image) return refuse_image_route(ctx, "/v1/caption", res);
   if (!check_image_type(req, res)) return;
   try {
     const CaptionRequest r = parse_caption_query(req.params, ctx.options.limits);
-    const decode::PieceCaption c = ctx.batcher.submit_caption(upload_pixels(ctx, req.body), r.beam).get();
+    const std::string map = attention_map_of(ctx, r.attention_map);
+    const decode::PieceCaption c = ctx.batcher.submit_caption(upload_pixels(ctx, req.body), r.beam, map).get();
     std::vector<std::string> pieces;
     for (int id : c.tokens) pieces.push_back(ctx.model.tgt_vocab->piece(id));
     res.set_content(dump(caption_json(c, pieces, ctx.model.tgt_vocab->decode(c.tokens), *ctx.image)), "application/json");
@@ -131,7 +143,8 @@ void handle_translate(const RouteContext& ctx, const httplib::Request& req, http
   try {
     const TranslateRequest r = parse_translate_request(req.body, ctx.options.limits);
     check_src_pieces(r.texts, r.many ? "texts" : "text", *ctx.model.src_vocab, ctx.options.limits);
-    const std::vector<decode::Translation> tr = ctx.batcher.submit_translate(r.texts, {r.beam, r.alignments}).get();
+    BatchKey key{r.beam, r.alignments, false, attention_map_of(ctx, r.attention_map)};
+    const std::vector<decode::Translation> tr = ctx.batcher.submit_translate(r.texts, key).get();
     nlohmann::ordered_json out;
     if (r.many) {
       out["translations"] = nlohmann::ordered_json::array();
@@ -154,6 +167,7 @@ void handle_image_explain(const RouteContext& ctx, const httplib::Request& req, 
   if (!check_image_type(req, res)) return;
   try {
     nlohmann::json r = parse_image_explain_query(req.params, ctx.options.limits);
+    r["attention_map"] = attention_map_of(ctx, r["attention_map"].get<std::string>());
     const nlohmann::json out = ctx.batcher.submit_explain(std::move(r), upload_pixels(ctx, req.body)).get();
     res.set_content(out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
   } catch (...) {
@@ -171,6 +185,7 @@ void handle_explain(const RouteContext& ctx, const httplib::Request& req, httpli
   try {
     nlohmann::json r = parse_explain_request(req.body, ctx.options.limits);
     check_src_pieces({r["text"].get<std::string>()}, "text", *ctx.model.src_vocab, ctx.options.limits);
+    r["attention_map"] = attention_map_of(ctx, r["attention_map"].get<std::string>());
     const nlohmann::json out = ctx.batcher.submit_explain(std::move(r)).get();
     res.set_content(out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
   } catch (...) {
@@ -185,6 +200,7 @@ void handle_health(const RouteContext& ctx, httplib::Response& res) {
   j["model"] = ctx.options.model_name;
   j["type"] = c.type;
   j["input"] = ctx.image ? "image" : "text";
+  j["attention_maps"] = ctx.model.model->attention_maps();  // the names a request's "attention_map" takes, default first
   if (ctx.image) {
     j["grid"] = {ctx.image->grid_h, ctx.image->grid_w};
     j["image_size"] = {ctx.image->height, ctx.image->width};

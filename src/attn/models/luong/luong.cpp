@@ -117,7 +117,7 @@ Luong::StepResult Luong::decoder_step(const EncoderMemory& m, const Tensor& emb,
         attention::additive_step(h, m.keys(), m.values(), concat_q_, concat_v_, m.lengths(), need_internals);
     context = a.context;
     r.weights = a.weights;
-    r.internals.scores = a.scores;
+    r.internals.add(internal::kScores, a.scores);
   } else {
     attention::AttentionOptions o;
     o.mask.key_lengths = m.lengths();
@@ -139,14 +139,14 @@ Luong::StepResult Luong::decoder_step(const EncoderMemory& m, const Tensor& emb,
     context = reshape(a.context, {N, Dv});
     r.weights = reshape(a.weights, {N, S});
     if (need_internals) {  // [N, 1, 1, ...] -> [N, ...]
-      r.internals.scores = reshape(a.scores, {N, S});
-      if (a.window.defined()) r.internals.window = reshape(a.window, {N, 2});
-      if (a.positions.defined()) r.internals.position = reshape(a.positions, {N});
+      r.internals.add(internal::kScores, reshape(a.scores, {N, S}));
+      if (a.window.defined()) r.internals.add(internal::kWindow, reshape(a.window, {N, 2}));
+      if (a.positions.defined()) r.internals.add(internal::kPosition, reshape(a.positions, {N}));
     }
   }
   if (need_internals) {
-    r.internals.query = h.detach();
-    r.internals.context = context.detach();
+    r.internals.add(internal::kQuery, h.detach());
+    r.internals.add(internal::kContext, context.detach());
   }
   // h̃_t = tanh(W_c [c_t; h_t])
   r.state.set(luong_state::kFeed, drop(tanh(combine_->forward(concat({context, h}, 1)))));
@@ -162,10 +162,11 @@ StepOutput Luong::step(const EncoderMemory& m, const DecoderState& state, const 
     ok = state.has(luong_state::h(l)) && (!lstm() || state.has(luong_state::c(l)));
   if (!ok) throw std::invalid_argument("luong step: expects the state from encode()/step() and prev [N]");
   StepResult r = decoder_step(m, tgt_embed_->forward(prev), state, t, detail == StepDetail::Internals);
-  StepOutput out = std::move(r.internals);
+  StepOutput out;
+  out.internals = std::move(r.internals);
   Tensor logits = linear(feed(r.state), out_w_, out_b_);
   out.log_probs = autograd::grad_enabled() ? log_softmax(logits, -1) : log_softmax_rows(logits);
-  out.weights = r.weights;
+  out.attention.add(kAttentionMap, r.weights);
   out.state = std::move(r.state);
   return out;
 }

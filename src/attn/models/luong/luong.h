@@ -65,7 +65,7 @@ private:
   struct StepResult {
     DecoderState state;  // at step t
     Tensor weights;      // [N, S]
-    StepOutput internals;  // query, scores, context, window, position (with need_internals)
+    NamedTensors internals;  // query, scores, context, window, position (with need_internals)
   };
   // emb [N, E], state at t-1 -> state at t (+ the attention internals when need_internals)
   StepResult decoder_step(const EncoderMemory& m, const Tensor& emb, const DecoderState& s, int64_t t,

@@ -129,6 +129,9 @@ public:
   LuongStepDecoder(std::shared_ptr<const LuongPrepared> p, const EncoderMemory& m, int64_t max_rows);
   const StepTop& step(const std::vector<int64_t>& rows, DecoderState& state, const std::vector<int>& prev, int64_t k,
                       int64_t t) override;
+  void report_attention(const std::string& map) override {
+    attention_map_ = detail::check_one_attention_map("luong", map);
+  }
 
 private:
   void check(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
@@ -355,7 +358,8 @@ const StepTop& LuongStepDecoder::step(const std::vector<int64_t>& rows, DecoderS
     logits_.tiles(c.feed, p.Hd, omp_get_thread_num());
     logits_.merge(omp_get_thread_num(), omp_get_num_threads(), out_);
   }
-  out_.weights = weights_.narrow0(0, N);
+  // the weights stay in their buffer (the context needs them); a view of them only when asked
+  out_.attention = attention_map_.empty() ? Tensor() : weights_.narrow0(0, N);
   return out_;
 }
 

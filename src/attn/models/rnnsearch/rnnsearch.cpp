@@ -88,13 +88,13 @@ StepOutput RnnSearch::step(const EncoderMemory& m, const DecoderState& state, co
   StepResult r = decoder_step(m, emb, s, internals);
   StepOutput out;
   if (internals) {  // the query is the previous state s_{i-1}; global attention: no window
-    out.query = s.detach();
-    out.scores = r.scores;
-    out.context = r.context.detach();
+    out.internals.add(internal::kQuery, s.detach());
+    out.internals.add(internal::kScores, r.scores);
+    out.internals.add(internal::kContext, r.context.detach());
   }
   Tensor logits = linear(readout(r.s, r.context, emb), out_w_, out_b_);  // W_y t + b_y
   out.log_probs = autograd::grad_enabled() ? log_softmax(logits, -1) : log_softmax_rows(logits);
-  out.weights = r.weights;
+  out.attention.add(kAttentionMap, r.weights);
   out.state.set("s", r.s);
   return out;
 }

@@ -53,6 +53,9 @@ public:
                        ContextProducts context);
   const StepTop& step(const std::vector<int64_t>& rows, DecoderState& state, const std::vector<int>& prev, int64_t k,
                       int64_t t) override;
+  void report_attention(const std::string& map) override {
+    attention_map_ = detail::check_one_attention_map("rnnsearch", map);
+  }
 
 private:
   void check(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
@@ -358,7 +361,8 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, Deco
     logits_.tiles(t_.data(), R_, omp_get_thread_num());  // 6. logits = t W_y^T + b_y, and the top k
     logits_.merge(omp_get_thread_num(), omp_get_num_threads(), out_);
   }
-  out_.weights = weights_.narrow0(0, N);
+  // the weights stay in their buffer (the context needs them); a view of them only when asked
+  out_.attention = attention_map_.empty() ? Tensor() : weights_.narrow0(0, N);
   return out_;
 }
 

@@ -182,11 +182,11 @@ StepOutput ShowAttendTell::step(const EncoderMemory& m, const DecoderState& stat
   StepOutput out;
   Tensor logits = linear(r.features, out_w_, out_b_);
   out.log_probs = autograd::grad_enabled() ? log_softmax(logits, -1) : log_softmax_rows(logits);
-  out.weights = r.attended.weights;
+  out.attention.add(kAttentionMap, r.attended.weights);
   if (internals) {
-    out.query = state.live("h").detach();
-    out.scores = r.attended.scores;
-    out.context = r.attended.context.detach();
+    out.internals.add(internal::kQuery, state.live("h").detach());
+    out.internals.add(internal::kScores, r.attended.scores);
+    out.internals.add(internal::kContext, r.attended.context.detach());
   }
   out.state = std::move(r.state);
   return out;

@@ -65,7 +65,7 @@ public:
   // (not read: every image has L cells; memory.lengths says L) -> memory
   // values a [B, L, D], keys [B, L, A] (none: = values), lengths [B] = L; state {h [B, Hd], c [B, Hd]}.
   Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const override;
-  // prev [N] -> log_probs [N, V], weights [N, L] (alpha_t: for hard attention the
+  // prev [N] -> log_probs [N, V], attention {"attention": [N, L]} (alpha_t: for hard attention the
   // distribution the cell is drawn from / the argmax of), state {h, c}; Internals:
   // query h_{t-1} [N, Hd], scores e_t [N, L], context [N, D] before the gate.
   StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev, int64_t t,
