@@ -50,8 +50,9 @@ private:
 class PositionalEncoding : public Module {
 public:
   PositionalEncoding(int64_t dim, int64_t max_len, float dropout, Rng& rng);
-  // x [B, L, E] (L <= max_len) -> x + PE[:L]
-  Tensor forward(const Tensor& x) const;
+  // x [B, L, E] (start + L <= max_len) -> x + PE[start : start + L]; start > 0
+  // for the positions of a decoder step after `start` earlier ones
+  Tensor forward(const Tensor& x, int64_t start = 0) const;
   Tensor table;  // [max_len, E], not a parameter
   float dropout;
 

@@ -1,0 +1,220 @@
+// The Transformer's layers (nn/transformer_layers.h, nn/transformer_stacks.h)
+// against PyTorch's nn.TransformerEncoderLayer / nn.TransformerDecoderLayer and a
+// 2 + 2 layer nn.TransformerEncoder / nn.TransformerDecoder with final norms
+// (tests/oracle/transformer.py): the same weights copied by name, key padding and
+// causal masks, dropout 0; the output and every gradient (input, memory, each
+// parameter). Printed per tensor: the largest absolute difference, it over the
+// reference's largest magnitude, and compare.h's relative difference beyond rounding.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "attn/nn/positional_embedding.h"
+#include "attn/nn/transformer_stacks.h"
+#include "oracle.h"
+
+namespace attn::testing {
+namespace {
+
+struct LayerCase {
+  std::string kind;  // encoder | decoder | stack
+  bool pre_norm;
+  Activation act;
+  std::string args() const { return kind + (pre_norm ? " pre" : " post") + (act == Activation::GELU ? " gelu" : " relu"); }
+};
+
+std::string case_name(const ::testing::TestParamInfo<LayerCase>& i) {
+  std::string s = i.param.args();
+  for (char& c : s) c = c == ' ' ? '_' : c;
+  return s;
+}
+
+nn::TransformerLayerOptions oracle_options(const LayerCase& c) {
+  // the oracle's sizes: E 16, H 4, F 40 (B 3, S 21, T 19)
+  return nn::TransformerLayerOptions(16, 4).set_dim_feedforward(40).set_dropout(0.0f).set_activation(c.act).set_norm_first(
+      c.pre_norm);
+}
+
+// Copies param.<prefix><name> into every parameter of m; returns the count.
+int load_params(nn::Module& m, const SafetensorsFile& f, const std::string& prefix) {
+  int n = 0;
+  for (auto& [name, p] : m.named_parameters()) {
+    Tensor src = f.get("param." + prefix + name);
+    EXPECT_EQ(src.shape(), p.shape()) << name;
+    if (src.shape() != p.shape()) continue;
+    p.copy_from(src);
+    ++n;
+  }
+  return n;
+}
+
+void PrintTo(const LayerCase& c, std::ostream* os) { *os << c.args(); }
+
+// max_rel within tol (compare.h's relative difference with a floor of 2e-3 of the
+// tensor's scale); prints both differences for the record.
+void check(const std::string& what, const Tensor& got, const Tensor& want, double tol) {
+  ASSERT_TRUE(got.defined()) << what << " has no value (no gradient reached it?)";
+  Diff d = compare(got, want, 2e-3, 1e-30);
+  std::printf("  %-44s max abs %.2e  max abs / max |ref| %.2e  max rel (beyond rounding) %.2e\n", what.c_str(), d.max_abs,
+              d.normwise(), d.max_rel);
+  EXPECT_LE(d.max_rel, tol) << what << ": " << describe(d, d.worst, got, want);
+}
+
+class LayerOracle : public ::testing::TestWithParam<LayerCase> {};
+
+TEST_P(LayerOracle, OutputAndEveryGradientMatchTorch) {
+  const LayerCase c = GetParam();
+  SafetensorsFile f = run_oracle("transformer.py", c.args());
+  Rng rng(5);
+  const nn::TransformerLayerOptions opt = oracle_options(c);
+  const nn::TransformerStackOptions stack(opt, 2);
+  std::shared_ptr<nn::TransformerEncoderLayer> enc_layer;
+  std::shared_ptr<nn::TransformerDecoderLayer> dec_layer;
+  std::shared_ptr<nn::TransformerEncoder> encoder;
+  std::shared_ptr<nn::TransformerDecoder> decoder;
+  std::vector<std::pair<std::string, nn::Module*>> modules;  // torch prefix -> module
+  if (c.kind == "encoder") modules.emplace_back("", (enc_layer = std::make_shared<nn::TransformerEncoderLayer>(opt, rng)).get());
+  if (c.kind == "decoder") modules.emplace_back("", (dec_layer = std::make_shared<nn::TransformerDecoderLayer>(opt, rng)).get());
+  if (c.kind == "stack") {
+    // nn.TransformerEncoder/Decoder(norm=LayerNorm) have the final norm for post-norm too
+    encoder = std::make_shared<nn::TransformerEncoder>(nn::TransformerStackOptions(stack).set_final_norm(true), rng);
+    decoder = std::make_shared<nn::TransformerDecoder>(nn::TransformerStackOptions(stack).set_final_norm(true), rng);
+    modules = {{"encoder.", encoder.get()}, {"decoder.", decoder.get()}};
+  }
+  int copied = 0;
+  for (auto& [prefix, m] : modules) copied += load_params(*m, f, prefix);
+  ASSERT_EQ(copied, std::stoi(f.metadata.at("count"))) << "every torch parameter has an attn twin";
+
+  Tensor x = f.get("x").clone().set_requires_grad();
+  Tensor memory = c.kind == "encoder" ? Tensor() : f.get("memory").clone().set_requires_grad();
+  const Tensor src_len = f.get("src_lengths"), tgt_len = f.get("tgt_lengths");
+  Tensor y;
+  if (enc_layer) y = enc_layer->forward(x, src_len);
+  if (dec_layer) y = dec_layer->forward(x, memory, src_len, tgt_len);
+  if (encoder) y = decoder->forward(x, encoder->forward(memory, src_len), src_len, tgt_len);
+  backward(sum_all(mul(y, f.get("r"))));
+
+  std::printf("%s\n", c.args().c_str());
+  check("output", y, f.get("output"), 1e-4);
+  check("g_x", x.grad(), f.get("g_x"), 1e-3);
+  if (memory.defined()) check("g_memory", memory.grad(), f.get("g_memory"), 1e-3);
+  for (auto& [prefix, m] : modules)
+    for (auto& [name, p] : m->named_parameters()) check("g." + prefix + name, p.grad(), f.get("g." + prefix + name), 1e-3);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Transformer, LayerOracle,
+    ::testing::Values(LayerCase{"encoder", true, Activation::ReLU}, LayerCase{"encoder", true, Activation::GELU},
+                      LayerCase{"encoder", false, Activation::ReLU}, LayerCase{"encoder", false, Activation::GELU},
+                      LayerCase{"decoder", true, Activation::ReLU}, LayerCase{"decoder", true, Activation::GELU},
+                      LayerCase{"decoder", false, Activation::ReLU}, LayerCase{"decoder", false, Activation::GELU},
+                      LayerCase{"stack", true, Activation::GELU}, LayerCase{"stack", false, Activation::ReLU}),
+    case_name);
+
+// sdpa_fused_cross (q [B, Lq, E] and kv [B, Lk, 2E] read through strides) against
+// sdpa_fused on the permuted heads: context and both gradients.
+TEST(TransformerCross, SdpaFusedCrossMatchesPermutedSdpaFused) {
+  for (bool causal : {false, true}) {
+    Rng rng(11);
+    const int64_t B = 2, Lq = 37, Lk = 75, H = 2, D = 8, E = H * D;
+    Tensor q = randn({B, Lq, E}, rng).set_requires_grad(), kv = randn({B, Lk, 2 * E}, rng).set_requires_grad();
+    Tensor r = randn({B, Lq, E}, rng);
+    attention::FusedOptions o;
+    o.scale = 0.35f;
+    o.mask.causal = causal;
+    o.mask.key_lengths = Tensor::from({75.0f, 30.0f}, {B});
+    Tensor packed = attention::sdpa_fused_cross(q, kv, H, o);
+    backward(sum_all(mul(packed, r)));
+    Tensor gq = q.grad().clone(), gkv = kv.grad().clone();
+    q.zero_grad(), kv.zero_grad();
+    auto heads = [&](const Tensor& t, int64_t start, int64_t L) {
+      return permute(reshape(slice(t, 2, start, E), {B, L, H, D}), {0, 2, 1, 3});
+    };
+    Tensor ref = attention::sdpa_fused(heads(q, 0, Lq), heads(kv, 0, Lk), heads(kv, E, Lk), o);
+    Tensor ref_ble = reshape(permute(ref, {0, 2, 1, 3}), {B, Lq, E});
+    backward(sum_all(mul(ref_ble, r)));
+    EXPECT_CLOSE(packed, ref_ble, 1e-5, "context");
+    EXPECT_CLOSE(gq, q.grad(), 1e-4, "d q");
+    EXPECT_CLOSE(gkv, kv.grad(), 1e-4, "d kv");
+  }
+  EXPECT_THROW(attention::sdpa_fused_cross(Tensor::zeros({2, 4, 8}), Tensor::zeros({2, 5, 8}), 2, {}), std::invalid_argument);
+}
+
+// MultiHeadAttention's cross path (two GEMMs, sdpa_fused_cross) against its
+// materialising path: output and every gradient; key = value = memory.
+TEST(TransformerCross, MultiHeadCrossMatchesMaterialized) {
+  Rng rng(4);
+  nn::MultiHeadAttention mha(nn::MultiHeadAttentionOptions(16, 4), rng);
+  for (auto& [name, p] : mha.named_parameters())
+    if (p.dim() == 1) p.copy_from(randn(p.shape(), rng, 0.3f));  // non-zero biases
+  Tensor x = randn({2, 20, 16}, rng).set_requires_grad(), mem = randn({2, 27, 16}, rng).set_requires_grad();
+  Tensor r = randn({2, 20, 16}, rng);
+  attention::Mask mask;
+  mask.key_lengths = Tensor::from({27.0f, 11.0f}, {2});
+  std::vector<Tensor> res[2];
+  for (int path = 0; path < 2; ++path) {
+    mha.options.kernel = path ? attention::Kernel::Materialized : attention::Kernel::Fused;
+    mha.zero_grad(), x.zero_grad(), mem.zero_grad();
+    Tensor y = mha.forward(x, mem, mem, mask).context;
+    backward(sum_all(mul(y, r)));
+    res[path] = {y, x.grad().clone(), mem.grad().clone()};
+    for (auto& [name, p] : mha.named_parameters()) res[path].push_back(p.grad().clone());
+  }
+  ASSERT_EQ(res[0].size(), 7u);
+  for (size_t i = 0; i < res[0].size(); ++i) EXPECT_CLOSE(res[0][i], res[1][i], 1e-4, "tensor " + std::to_string(i));
+}
+
+// The parameter names and shapes are PyTorch's (state dicts map one to one).
+TEST(TransformerLayers, ParameterNamesAndShapesAreTorchs) {
+  Rng rng(1);
+  nn::TransformerDecoder dec(nn::TransformerStackOptions(nn::TransformerLayerOptions(8, 2).set_dim_feedforward(12), 2), rng);
+  auto named = dec.named_parameters();
+  ASSERT_EQ(named.size(), 2u * 18u + 2u);
+  EXPECT_EQ(named[0].first, "layers.0.self_attn.in_proj_weight");
+  EXPECT_EQ(named[0].second.shape(), (Shape{24, 8}));
+  EXPECT_EQ(dec.parameter("layers.1.multihead_attn.in_proj_weight").shape(), (Shape{24, 8}));
+  EXPECT_EQ(dec.parameter("layers.1.linear1.weight").shape(), (Shape{12, 8}));
+  EXPECT_EQ(dec.parameter("layers.1.linear2.weight").shape(), (Shape{8, 12}));
+  EXPECT_EQ(dec.parameter("layers.1.norm3.bias").shape(), (Shape{8}));
+  EXPECT_EQ(named.back().first, "norm.bias");  // pre-norm: the final norm
+  nn::TransformerEncoder post(
+      nn::TransformerStackOptions(nn::TransformerLayerOptions(8, 2).set_dim_feedforward(12).set_norm_first(false), 1), rng);
+  EXPECT_EQ(post.named_parameters().size(), 12u);  // post-norm: no final norm by default
+  EXPECT_THROW(nn::TransformerEncoderLayer(nn::TransformerLayerOptions(10, 4), rng), std::invalid_argument);
+}
+
+// Training mode draws dropout masks (outputs differ from eval); eval is
+// deterministic and equal to a model built without dropout.
+TEST(TransformerLayers, DropoutOnlyInTraining) {
+  Rng r1(3), r2(3);
+  auto opt = nn::TransformerLayerOptions(16, 4).set_dim_feedforward(32);
+  nn::TransformerDecoderLayer with(nn::TransformerLayerOptions(opt).set_dropout(0.3f), r1);
+  nn::TransformerDecoderLayer without(nn::TransformerLayerOptions(opt).set_dropout(0.0f), r2);
+  for (auto& [name, p] : without.named_parameters()) p.copy_from(with.parameter(name));
+  Rng rng(9);
+  Tensor x = randn({2, 18, 16}, rng), mem = randn({2, 23, 16}, rng);
+  NoGradGuard ng;
+  Tensor train_y = with.forward(x, mem);
+  with.train(false);
+  EXPECT_GT(max_rel_diff(train_y, with.forward(x, mem)), 1e-2);
+  EXPECT_LT(max_rel_diff(with.forward(x, mem), without.forward(x, mem)), 1e-6);
+  EXPECT_EQ(with.named_rngs().size(), 6u);  // self_attn, multihead_attn, dropout, dropout1..3
+}
+
+// Learned positions: x + weight[start : start + L], the gradient summed over the batch.
+TEST(TransformerLayers, LearnedPositionalEmbedding) {
+  Rng rng(2);
+  nn::LearnedPositionalEmbedding pe(6, 10, 0.0f, rng);
+  Tensor x = randn({2, 3, 6}, rng);
+  Tensor y = pe.forward(x, 4);
+  ASSERT_EQ(y.shape(), (Shape{2, 3, 6}));
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t i = 0; i < 18; ++i) EXPECT_EQ(y.data()[b * 18 + i], x.data()[b * 18 + i] + pe.weight.data()[24 + i]);
+  backward(sum_all(y));
+  for (int64_t i = 0; i < 60; ++i) EXPECT_EQ(pe.weight.grad().data()[i], i >= 24 && i < 42 ? 2.0f : 0.0f) << i;
+  EXPECT_THROW(pe.forward(x, 8), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace attn::testing
