@@ -1,51 +1,26 @@
 // GELU and the fused linear + activation op of the position-wise feed-forward
 // (nn/feed_forward.h): y = act(x W^T + b) as one node on the tape.
-#include <cmath>
 #include <stdexcept>
 
 #include "attn/autograd/ops.h"
-#include "attn/cpu/threading.h"
+#include "attn/kernels/activation.h"
 #include "attn/tensor/kernels.h"
 
 namespace attn {
 namespace {
 
-constexpr float kInvSqrt2 = 0.70710678118654752f;
-constexpr float kInvSqrt2Pi = 0.39894228040143268f;
-
-// gelu(h) = h Phi(h)
-inline float gelu_value(float h) { return 0.5f * h * (1.0f + std::erf(h * kInvSqrt2)); }
-// gelu'(h) = Phi(h) + h phi(h), phi(h) = exp(-h^2 / 2) / sqrt(2 pi)
-inline float gelu_slope(float h) {
-  return 0.5f * (1.0f + std::erf(h * kInvSqrt2)) + h * kInvSqrt2Pi * std::exp(-0.5f * h * h);
-}
-
-// y[i] = gelu(h[i]) for n floats
-void gelu_forward(const float* h, float* y, int64_t n) {
-#pragma omp parallel for if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) y[i] = gelu_value(h[i]);
-}
-
-// dh[i] = dy[i] * act'(i): from the pre-activation h (GELU) or the output y (ReLU,
-// y > 0 exactly where h > 0)
-void activation_backward(Activation act, const float* saved, const float* dy, float* dh, int64_t n) {
-  if (act == Activation::ReLU) {
-#pragma omp parallel for if (n > kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) dh[i] = saved[i] > 0.0f ? dy[i] : 0.0f;
-  } else {
-#pragma omp parallel for if (n > kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) dh[i] = dy[i] * gelu_slope(saved[i]);
-  }
+kernels::activation::Kind kind(Activation act) {
+  return act == Activation::GELU ? kernels::activation::Kind::GELU : kernels::activation::Kind::ReLU;
 }
 
 }  // namespace
 
 Tensor gelu(const Tensor& x) {
   Tensor out = Tensor::empty(x.shape());
-  gelu_forward(x.data(), out.data(), x.numel());
+  kernels::activation::gelu(x.data(), out.data(), x.numel());
   autograd::record("gelu", {x}, out, [x = x.detach()](const std::vector<Tensor>& d) -> std::vector<Tensor> {
     Tensor dx = Tensor::empty(x.shape());  // dx = dy * gelu'(x)
-    activation_backward(Activation::GELU, x.data(), d[0].data(), dx.data(), x.numel());
+    kernels::activation::act_backward(kernels::activation::Kind::GELU, x.data(), d[0].data(), dx.data(), x.numel());
     return {dx};
   });
   return out;
@@ -57,7 +32,7 @@ Tensor linear_act(const Tensor& x, const Tensor& w, const Tensor& bias, Activati
                                 " (expects [..., in] and [out, in])");
   if (bias.defined() && (bias.dim() != 1 || bias.size(0) != w.size(0)))
     throw std::invalid_argument("linear_act: bias " + bias.shape().str() + " for weight " + w.shape().str());
-  const int64_t in = w.size(1), outf = w.size(0), rows = x.numel() / (in ? in : 1), n = rows * outf;
+  const int64_t in = w.size(1), outf = w.size(0), rows = x.numel() / (in ? in : 1);
   std::vector<int64_t> dims(x.shape().begin(), x.shape().end() - 1);
   dims.push_back(outf);
   const Shape shape(dims.begin(), dims.end());
@@ -66,18 +41,7 @@ Tensor linear_act(const Tensor& x, const Tensor& w, const Tensor& bias, Activati
   kernels::gemm(false, true, rows, outf, in, 1.0f, x.data(), in, w.data(), in, 0.0f, h.data(), outf);
   // bias and activation in one pass; GELU keeps h (+ bias) for its backward, ReLU only y
   Tensor out = act == Activation::GELU ? Tensor::empty(shape) : h;
-  const float* pb = bias.defined() ? bias.data() : nullptr;
-  float *ph = h.data(), *po = out.data();
-#pragma omp parallel for if (n > kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
-    float *hr = ph + r * outf, *yr = po + r * outf;
-    if (pb)
-      for (int64_t j = 0; j < outf; ++j) hr[j] += pb[j];
-    if (act == Activation::ReLU)
-      for (int64_t j = 0; j < outf; ++j) yr[j] = hr[j] > 0.0f ? hr[j] : 0.0f;
-    else
-      for (int64_t j = 0; j < outf; ++j) yr[j] = gelu_value(hr[j]);
-  }
+  kernels::activation::bias_act(kind(act), h.data(), out.data(), bias.defined() ? bias.data() : nullptr, rows, outf);
   const bool gx = x.requires_grad(), gw = w.requires_grad(), gbias = bias.defined() && bias.requires_grad();
   Tensor saved = act == Activation::GELU ? h : Tensor();  // ReLU reads its own output (captured detached below)
   autograd::record("linear_act", {x, w, bias}, out,
@@ -85,8 +49,8 @@ Tensor linear_act(const Tensor& x, const Tensor& w, const Tensor& bias, Activati
                     gbias](const std::vector<Tensor>& d) -> std::vector<Tensor> {
                      // y = act(h): dh = dy * act'(h)
                      Tensor dh = Tensor::empty(Shape{rows, outf});
-                     activation_backward(act, act == Activation::GELU ? saved.data() : out.data(), d[0].data(), dh.data(),
-                                         rows * outf);
+                     kernels::activation::act_backward(kind(act), act == Activation::GELU ? saved.data() : out.data(),
+                                                       d[0].data(), dh.data(), rows * outf);
                      Tensor dx, dw, db;
                      if (gx) {  // h = x W^T + b: dx[rows, in] = dh[rows, out] W[out, in]
                        dx = Tensor::empty(x.shape());
