@@ -46,7 +46,6 @@ ATTN_GRADCHECK_CASE({"tanh", "", {{3, 4}}, [](const T& x) { return tanh(x[0]); }
 ATTN_GRADCHECK_CASE({"sigmoid", "", {{3, 4}}, [](const T& x) { return sigmoid(x[0]); }});
 ATTN_GRADCHECK_CASE({"relu", "away from the kink", {{3, 4}}, [](const T& x) { return relu(x[0]); },
                      [](T& in) { keep_away_from_zero(in, 0, 0.1f); }});
-ATTN_GRADCHECK_CASE({"gelu", "both sides of 0", {{3, 5}}, [](const T& x) { return gelu(x[0]); }});
 // ---- reductions ----
 ATTN_GRADCHECK_CASE({"sum", "middle axis", {{2, 3, 4}}, [](const T& x) { return sum(x[0], 1); }});
 ATTN_GRADCHECK_CASE({"sum", "mean, last axis keepdim", {{2, 3, 4}}, [](const T& x) { return mean(x[0], -1, true); }});
@@ -63,18 +62,6 @@ ATTN_GRADCHECK_CASE({"matmul", "shared 2-D B transposed, A transposed", {{2, 4, 
 ATTN_GRADCHECK_CASE({"linear", "3-D input with bias", {{2, 3, 4}, {5, 4}, {5}},
                      [](const T& x) { return linear(x[0], x[1], x[2]); }});
 ATTN_GRADCHECK_CASE({"linear", "no bias", {{3, 4}, {2, 4}}, [](const T& x) { return linear(x[0], x[1], Tensor()); }});
-ATTN_GRADCHECK_CASE({"linear_act", "GELU, 3-D input with bias", {{2, 3, 4}, {5, 4}, {5}},
-                     [](const T& x) { return linear_act(x[0], x[1], x[2], Activation::GELU); }});
-ATTN_GRADCHECK_CASE({"linear_act", "GELU, no bias", {{3, 4}, {6, 4}},
-                     [](const T& x) { return linear_act(x[0], x[1], Tensor(), Activation::GELU); }});
-// ReLU's kink: the pre-activations x W^T + b are kept away from 0 by the bias
-// (weights small, |bias| >= 0.5), so the step never crosses it
-ATTN_GRADCHECK_CASE({"linear_act", "ReLU, pre-activations away from the kink", {{2, 3, 4}, {5, 4}, {5}},
-                     [](const T& x) { return linear_act(x[0], x[1], x[2], Activation::ReLU); },
-                     [](T& in) {
-                       for (int64_t k = 0; k < in[1].numel(); ++k) in[1].data()[k] *= 0.05f;
-                       keep_away_from_zero(in, 2, 0.5f);
-                     }});
 // ---- softmax ----
 ATTN_GRADCHECK_CASE({"softmax", "last axis", {{3, 5}}, [](const T& x) { return softmax(x[0]); }});
 ATTN_GRADCHECK_CASE({"softmax", "axis 1 with broadcast mask", {{2, 4, 3}, {2, 4, 1}},

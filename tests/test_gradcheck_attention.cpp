@@ -50,24 +50,6 @@ ATTN_GRADCHECK_CASE({"sdpa_fused_packed", "spans several blocks, dropout 0.2", {
                        o.seed = 5;
                        return sdpa_fused_packed(x[0], 1, o);
                      }});
-// cross [B, Lq, H D] over [B, Lk, 2 H D]: 2 heads of size 3, key lengths (one 0 row);
-// then one head over several query and key blocks with dropout
-ATTN_GRADCHECK_CASE({"sdpa_fused_cross", "2 heads, key lengths 7 and 0", {{2, 5, 6}, {2, 7, 12}},
-                     [](const T& x) {
-                       FusedOptions o;
-                       o.scale = 0.6f;
-                       o.mask.key_lengths = Tensor::from({7.0f, 0.0f}, {2});
-                       return sdpa_fused_cross(x[0], x[1], 2, o);
-                     }});
-ATTN_GRADCHECK_CASE({"sdpa_fused_cross", "spans several blocks, causal, dropout 0.2", {{1, 70, 3}, {1, 90, 6}},
-                     [](const T& x) {
-                       FusedOptions o;
-                       o.scale = 0.5f;
-                       o.mask.causal = true;
-                       o.dropout = 0.2f;
-                       o.seed = 9;
-                       return sdpa_fused_cross(x[0], x[1], 1, o);
-                     }});
 // context and weights together (concat), so both outputs' gradients are checked
 ATTN_GRADCHECK_CASE({"additive_step", "lengths 4 and 2, context and weights",
                      {{2, 3}, {2, 4, 5}, {2, 4, 3}, {5, 3}, {5}},

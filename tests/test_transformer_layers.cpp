@@ -13,12 +13,53 @@
 #include <ostream>
 #include <string>
 
+#include "attn/autograd/ops_dropout.h"
 #include "attn/nn/positional_embedding.h"
 #include "attn/nn/transformer_stacks.h"
+#include "gradcheck.h"
 #include "oracle.h"
 
 namespace attn::testing {
 namespace {
+
+// ---- finite-difference checks of the ops the layers added (gradcheck.h) ----
+// Registered here, after every other file's cases (link order), so the seeds
+// test_gradcheck.cpp hands the existing cases (one per case, in order) stay theirs.
+using T = std::vector<Tensor>;
+
+ATTN_GRADCHECK_CASE({"gelu", "both sides of 0", {{3, 5}}, [](const T& x) { return gelu(x[0]); }});
+ATTN_GRADCHECK_CASE({"linear_act", "GELU, 3-D input with bias", {{2, 3, 4}, {5, 4}, {5}},
+                     [](const T& x) { return linear_act(x[0], x[1], x[2], Activation::GELU); }});
+ATTN_GRADCHECK_CASE({"linear_act", "GELU, no bias", {{3, 4}, {6, 4}},
+                     [](const T& x) { return linear_act(x[0], x[1], Tensor(), Activation::GELU); }});
+// ReLU's kink: the pre-activations x W^T + b are kept away from 0 by the bias
+// (weights small, |bias| >= 0.5), so the step never crosses it
+ATTN_GRADCHECK_CASE({"linear_act", "ReLU, pre-activations away from the kink", {{2, 3, 4}, {5, 4}, {5}},
+                     [](const T& x) { return linear_act(x[0], x[1], x[2], Activation::ReLU); },
+                     [](T& in) {
+                       for (int64_t k = 0; k < in[1].numel(); ++k) in[1].data()[k] *= 0.05f;
+                       for (int64_t k = 0; k < in[2].numel(); ++k) in[2].data()[k] += in[2].data()[k] >= 0 ? 0.5f : -0.5f;
+                     }});
+ATTN_GRADCHECK_CASE({"dropout_hashed", "p 0.4, rows of 7", {{3, 2, 7}},
+                     [](const T& x) { return dropout_hashed(x[0], 0.4f, 77); }});
+// cross [B, Lq, H D] over [B, Lk, 2 H D]: 2 heads of size 3, key lengths (one 0 row);
+// then one head over several query and key blocks with causal mask and dropout
+ATTN_GRADCHECK_CASE({"sdpa_fused_cross", "2 heads, key lengths 7 and 0", {{2, 5, 6}, {2, 7, 12}},
+                     [](const T& x) {
+                       attention::FusedOptions o;
+                       o.scale = 0.6f;
+                       o.mask.key_lengths = Tensor::from({7.0f, 0.0f}, {2});
+                       return attention::sdpa_fused_cross(x[0], x[1], 2, o);
+                     }});
+ATTN_GRADCHECK_CASE({"sdpa_fused_cross", "spans several blocks, causal, dropout 0.2", {{1, 70, 3}, {1, 90, 6}},
+                     [](const T& x) {
+                       attention::FusedOptions o;
+                       o.scale = 0.5f;
+                       o.mask.causal = true;
+                       o.dropout = 0.2f;
+                       o.seed = 9;
+                       return attention::sdpa_fused_cross(x[0], x[1], 1, o);
+                     }});
 
 struct LayerCase {
   std::string kind;  // encoder | decoder | stack
@@ -239,6 +280,27 @@ TEST(TransformerGelu, MatchesErfFormula) {
   std::printf("  gelu: max |error| / max(1, |x|) %.2e, slope max |error| %.2e\n", worst_y, worst_d);
   EXPECT_LT(worst_y, 5e-7);
   EXPECT_LT(worst_d, 5e-7);
+}
+
+// The counter-based dropout: about p of the elements dropped, the rest scaled by
+// 1/(1-p); the same seed gives the same pattern, another seed another; the
+// gradient is the output's pattern.
+TEST(TransformerDropout, HashedPatternRateAndGradient) {
+  Rng rng(3);
+  Tensor x = Tensor::ones({64, 1000}).set_requires_grad();
+  Tensor a = dropout_hashed(x, 0.3f, 42), b = dropout_hashed(x, 0.3f, 42), c = dropout_hashed(x, 0.3f, 43);
+  int64_t dropped = 0, same = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    ASSERT_TRUE(a.data()[i] == 0.0f || std::fabs(a.data()[i] - 1.0f / 0.7f) < 1e-6f) << i;
+    dropped += a.data()[i] == 0.0f;
+    same += a.data()[i] == c.data()[i];
+  }
+  EXPECT_NEAR(double(dropped) / double(a.numel()), 0.3, 0.01);
+  EXPECT_LT(same, a.numel() * 0.7);  // independent patterns agree on ~0.3^2 + 0.7^2 = 58%
+  EXPECT_EQ(max_rel_diff(a, b), 0.0);
+  backward(sum_all(a));
+  EXPECT_EQ(max_rel_diff(x.grad(), a), 0.0);
+  EXPECT_THROW(dropout_hashed(x, 1.0f, 1), std::invalid_argument);
 }
 
 }  // namespace

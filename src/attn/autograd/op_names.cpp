@@ -11,7 +11,7 @@ const std::vector<std::string>& op_names() {
       "add", "sub", "mul", "div", "affine", "exp", "log", "tanh", "sigmoid", "relu", "gelu",
       "sum", "sum_all", "matmul", "linear", "linear_act", "softmax", "log_softmax",
       "reshape", "permute", "concat", "slice", "masked_fill",
-      "embedding", "dropout", "layer_norm", "cross_entropy",
+      "embedding", "dropout", "dropout_hashed", "layer_norm", "cross_entropy",
       "gru", "lstm",
       "sdpa_fused", "sdpa_fused_packed", "sdpa_fused_cross", "additive_step", "additive_scores",
       "unbind", "output_cross_entropy", "rnnsearch_decoder", "luong_decoder",

@@ -6,6 +6,7 @@
 // Legend: B batch, L length, E model size (d_model), F feed-forward size.
 #pragma once
 #include "attn/autograd/ops.h"
+#include "attn/nn/hashed_dropout.h"
 #include "attn/nn/layers.h"
 
 namespace attn::nn {
@@ -14,6 +15,6 @@ namespace attn::nn {
 // linear1: weight [F, E], bias [F]; linear2: weight [E, F], bias [E]. The first
 // product, its bias and the activation are one op (linear_act); `dropout` is
 // active in its own training mode and draws from its own stream.
-Tensor feed_forward(const Tensor& x, const Linear& linear1, const Linear& linear2, Activation act, const Dropout& dropout);
+Tensor feed_forward(const Tensor& x, const Linear& linear1, const Linear& linear2, Activation act, const HashedDropout& dropout);
 
 }  // namespace attn::nn

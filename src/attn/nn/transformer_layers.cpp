@@ -38,7 +38,7 @@ void check_input(const char* who, const char* what, const Tensor& x, int64_t E, 
 
 // One residual branch: pre-norm x + drop(f(norm(x))), post-norm norm(x + drop(f(x))).
 template <class F>
-Tensor residual(bool norm_first, const Tensor& x, const LayerNorm& norm, const Dropout& drop, F&& f) {
+Tensor residual(bool norm_first, const Tensor& x, const LayerNorm& norm, const HashedDropout& drop, F&& f) {
   if (norm_first) return add(x, drop.forward(f(norm.forward(x))));
   return norm.forward(add(x, drop.forward(f(x))));
 }
@@ -53,12 +53,12 @@ TransformerEncoderLayer::TransformerEncoderLayer(const TransformerLayerOptions& 
   // construction in PyTorch's order, so parameters are listed in its state dict's order
   self_attn = register_module("self_attn", make_attention(opt, rng));
   linear1 = register_module("linear1", std::make_shared<Linear>(E, F, true, rng));
-  dropout = register_module("dropout", std::make_shared<Dropout>(opt.dropout, rng));
+  dropout = register_module("dropout", std::make_shared<HashedDropout>(opt.dropout, rng));
   linear2 = register_module("linear2", std::make_shared<Linear>(F, E, true, rng));
   norm1 = register_module("norm1", make_norm(opt));
   norm2 = register_module("norm2", make_norm(opt));
-  dropout1 = register_module("dropout1", std::make_shared<Dropout>(opt.dropout, rng));
-  dropout2 = register_module("dropout2", std::make_shared<Dropout>(opt.dropout, rng));
+  dropout1 = register_module("dropout1", std::make_shared<HashedDropout>(opt.dropout, rng));
+  dropout2 = register_module("dropout2", std::make_shared<HashedDropout>(opt.dropout, rng));
 }
 
 Tensor TransformerEncoderLayer::forward(const Tensor& x, const Tensor& lengths, TransformerLayerWeights* weights) const {
@@ -80,14 +80,14 @@ TransformerDecoderLayer::TransformerDecoderLayer(const TransformerLayerOptions& 
   self_attn = register_module("self_attn", make_attention(opt, rng));
   multihead_attn = register_module("multihead_attn", make_attention(opt, rng));
   linear1 = register_module("linear1", std::make_shared<Linear>(E, F, true, rng));
-  dropout = register_module("dropout", std::make_shared<Dropout>(opt.dropout, rng));
+  dropout = register_module("dropout", std::make_shared<HashedDropout>(opt.dropout, rng));
   linear2 = register_module("linear2", std::make_shared<Linear>(F, E, true, rng));
   norm1 = register_module("norm1", make_norm(opt));
   norm2 = register_module("norm2", make_norm(opt));
   norm3 = register_module("norm3", make_norm(opt));
-  dropout1 = register_module("dropout1", std::make_shared<Dropout>(opt.dropout, rng));
-  dropout2 = register_module("dropout2", std::make_shared<Dropout>(opt.dropout, rng));
-  dropout3 = register_module("dropout3", std::make_shared<Dropout>(opt.dropout, rng));
+  dropout1 = register_module("dropout1", std::make_shared<HashedDropout>(opt.dropout, rng));
+  dropout2 = register_module("dropout2", std::make_shared<HashedDropout>(opt.dropout, rng));
+  dropout3 = register_module("dropout3", std::make_shared<HashedDropout>(opt.dropout, rng));
 }
 
 Tensor TransformerDecoderLayer::forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths,

@@ -14,6 +14,10 @@
 // without a careful warm-up (Xiong et al. 2020) but needs a final LayerNorm after
 // the last layer (transformer_stacks.h adds it).
 //
+// Dropout (training mode): on the attention weights inside the fused kernel, and
+// nn::HashedDropout on each residual branch and on the feed-forward activation
+// (one seed per call from each layer's own stream; nothing of [B, L, F] stored).
+//
 // Attention runs through nn::MultiHeadAttention: the fused kernels (no [L, L]
 // matrix) unless weights are asked for; self-attention's Q, K, V projections are
 // one GEMM, cross-attention's two (Q; K and V together).
@@ -22,6 +26,7 @@
 
 #include "attn/autograd/ops.h"
 #include "attn/nn/layers.h"
+#include "attn/nn/hashed_dropout.h"
 #include "attn/nn/multihead.h"
 
 namespace attn::nn {
@@ -71,7 +76,7 @@ public:
   std::shared_ptr<MultiHeadAttention> self_attn;
   std::shared_ptr<Linear> linear1, linear2;
   std::shared_ptr<LayerNorm> norm1, norm2;
-  std::shared_ptr<Dropout> dropout, dropout1, dropout2;
+  std::shared_ptr<HashedDropout> dropout, dropout1, dropout2;
 };
 
 // Masked self-attention + cross-attention over the encoder's output + feed-forward.
@@ -94,7 +99,7 @@ public:
   std::shared_ptr<MultiHeadAttention> self_attn, multihead_attn;
   std::shared_ptr<Linear> linear1, linear2;
   std::shared_ptr<LayerNorm> norm1, norm2, norm3;
-  std::shared_ptr<Dropout> dropout, dropout1, dropout2, dropout3;
+  std::shared_ptr<HashedDropout> dropout, dropout1, dropout2, dropout3;
 };
 
 }  // namespace attn::nn
