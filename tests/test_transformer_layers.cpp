@@ -303,5 +303,42 @@ TEST(TransformerDropout, HashedPatternRateAndGradient) {
   EXPECT_THROW(dropout_hashed(x, 1.0f, 1), std::invalid_argument);
 }
 
+// Asking for the weights (attn explain) takes the materialising path: the same
+// output as the fused one, per-head weights [B, H, Lq, Lk] whose rows sum to 1
+// over the visible keys and are 0 on the hidden ones (causal, source padding).
+TEST(TransformerLayers, WeightsOnRequestMatchFusedPath) {
+  Rng rng(8);
+  nn::TransformerDecoder dec(nn::TransformerStackOptions(nn::TransformerLayerOptions(16, 4).set_dim_feedforward(24), 2), rng);
+  dec.train(false);
+  Tensor x = randn({2, 18, 16}, rng), mem = randn({2, 21, 16}, rng);
+  Tensor src_len = Tensor::from({21.0f, 9.0f}, {2});
+  NoGradGuard ng;
+  std::vector<nn::TransformerLayerWeights> w;
+  Tensor with = dec.forward(x, mem, src_len, Tensor(), &w);
+  EXPECT_CLOSE(with, dec.forward(x, mem, src_len), 1e-5, "output");
+  ASSERT_EQ(w.size(), 2u);
+  for (const auto& lw : w) {
+    ASSERT_EQ(lw.self_attn.shape(), (Shape{2, 4, 18, 18}));
+    ASSERT_EQ(lw.multihead_attn.shape(), (Shape{2, 4, 18, 21}));
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t h = 0; h < 4; ++h)
+        for (int64_t i = 0; i < 18; ++i) {
+          const float* sr = lw.self_attn.data() + ((b * 4 + h) * 18 + i) * 18;
+          const float* cr = lw.multihead_attn.data() + ((b * 4 + h) * 18 + i) * 21;
+          double ssum = 0, csum = 0;
+          for (int64_t j = 0; j < 18; ++j) {
+            ssum += sr[j];
+            if (j > i) EXPECT_EQ(sr[j], 0.0f) << "causal";
+          }
+          for (int64_t j = 0; j < 21; ++j) {
+            csum += cr[j];
+            if (j >= int64_t(src_len.data()[b])) EXPECT_EQ(cr[j], 0.0f) << "source padding";
+          }
+          EXPECT_NEAR(ssum, 1.0, 1e-5);
+          EXPECT_NEAR(csum, 1.0, 1e-5);
+        }
+  }
+}
+
 }  // namespace
 }  // namespace attn::testing
