@@ -35,6 +35,9 @@ public:
   // query [B, Lq, E], key [B, Lk, E], value [B, Lk, E] -> context [B, Lq, E] and,
   // when need_weights, the per-head weights [B, H, Lq, Lk] (not averaged over heads).
   // Without weights the heads run through the fused kernel (options.kernel).
+  // The projections: query = key = value (the same tensor: self-attention) is one
+  // GEMM over in_proj_weight; key = value (cross-attention over one memory) is two,
+  // W_Q and [W_K; W_V]; the fused kernel reads both packed results in place.
   attention::AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                      const attention::Mask& mask = {}, bool need_weights = false) const;
 
