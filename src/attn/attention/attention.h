@@ -171,6 +171,12 @@ Tensor sdpa_fused(const Tensor& q, const Tensor& k, const Tensor& v, const Fused
 // concatenated). The same kernel as sdpa_fused reading and writing through
 // strides: no permute in either direction; the gradient is one [B, L, 3 H D] tensor.
 Tensor sdpa_fused_packed(const Tensor& qkv, int64_t heads, const FusedOptions& opt);
+// Cross-attention on packed projections ("sdpa_fused_cross"): q [B, Lq, H D] (the
+// heads side by side, MultiHeadAttention's query projection) and kv [B, Lk, 2 H D]
+// (the H heads of k, then of v: its key and value projections as one GEMM) ->
+// context [B, Lq, H D]. Read and written through strides like sdpa_fused_packed;
+// the gradients are one [B, Lq, H D] and one [B, Lk, 2 H D] tensor.
+Tensor sdpa_fused_cross(const Tensor& q, const Tensor& kv, int64_t heads, const FusedOptions& opt);
 
 // The dropout pattern the fused kernel uses for `seed`: [B, H, Lq, Lk] with 0 for
 // a dropped weight and 1/(1-p) for a kept one (the materialising path multiplies

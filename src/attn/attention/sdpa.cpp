@@ -94,4 +94,39 @@ Tensor sdpa_fused_packed(const Tensor& qkv, int64_t heads, const FusedOptions& o
   return out;
 }
 
+Tensor sdpa_fused_cross(const Tensor& q, const Tensor& kv, int64_t heads, const FusedOptions& opt) {
+  if (!q.defined() || !kv.defined() || q.dim() != 3 || kv.dim() != 3 || heads <= 0 || q.size(2) % heads != 0 ||
+      kv.size(2) != 2 * q.size(2) || kv.size(0) != q.size(0))
+    throw std::invalid_argument("sdpa_fused_cross: q " + shape_str(q) + ", kv " + shape_str(kv) + " with " +
+                                std::to_string(heads) + " heads (expects [B, Lq, H D] and [B, Lk, 2 H D])");
+  const int64_t B = q.size(0), Lq = q.size(1), Lk = kv.size(1), E = q.size(2), D = E / heads;
+  flash::Problem p;
+  p.B = B, p.H = heads, p.Lq = Lq, p.Lk = Lk, p.D = D, p.Dv = D;
+  // (b, h, i, d) of q at q[b][i][h * D + d]; of k at kv[b][j][h * D + d], of v E further
+  p.lq = {Lq * E, D, E};
+  p.lk = p.lv = {Lk * 2 * E, D, 2 * E};
+  p.lo = {Lq * E, D, E};  // context [B, Lq, H, D]
+  Tensor lengths, keep;
+  set_mask("sdpa_fused_cross", p, opt, lengths, keep);
+  p.q = q.data(), p.k = kv.data(), p.v = kv.data() + E;
+
+  Tensor out = Tensor::empty({B, Lq, E});
+  Tensor lse = Tensor::empty({B, heads, Lq});
+  flash::forward(p, out.data(), lse.data());
+
+  autograd::record("sdpa_fused_cross", {q, kv}, out,
+                   [p, q = q.detach(), kv = kv.detach(), lengths, keep, out = out.detach(), lse,
+                    E](const std::vector<Tensor>& d) -> std::vector<Tensor> {
+                     flash::Problem pb = p;
+                     pb.q = q.data(), pb.k = kv.data(), pb.v = kv.data() + E;
+                     pb.key_lengths = lengths.defined() ? lengths.data() : nullptr;
+                     pb.mask = keep.defined() ? keep.data() : nullptr;
+                     // dk and dv are the two column blocks of one [B, Lk, 2E] gradient
+                     Tensor dq = Tensor::empty(q.shape()), dkv = Tensor::empty(kv.shape());
+                     flash::backward(pb, out.data(), d[0].data(), lse.data(), dq.data(), dkv.data(), dkv.data() + E);
+                     return {dq, dkv};
+                   });
+  return out;
+}
+
 }  // namespace attn::attention

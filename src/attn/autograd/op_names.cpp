@@ -8,12 +8,12 @@ namespace attn::autograd {
 const std::vector<std::string>& op_names() {
   // One line per differentiable op; nn layers' fused ops are here too.
   static const std::vector<std::string> names = {
-      "add", "sub", "mul", "div", "affine", "exp", "log", "tanh", "sigmoid", "relu",
-      "sum", "sum_all", "matmul", "linear", "softmax", "log_softmax",
+      "add", "sub", "mul", "div", "affine", "exp", "log", "tanh", "sigmoid", "relu", "gelu",
+      "sum", "sum_all", "matmul", "linear", "linear_act", "softmax", "log_softmax",
       "reshape", "permute", "concat", "slice", "masked_fill",
-      "embedding", "dropout", "layer_norm", "cross_entropy",
+      "embedding", "dropout", "dropout_hashed", "layer_norm", "cross_entropy",
       "gru", "lstm",
-      "sdpa_fused", "sdpa_fused_packed", "additive_step", "additive_scores",
+      "sdpa_fused", "sdpa_fused_packed", "sdpa_fused_cross", "additive_step", "additive_scores",
       "unbind", "output_cross_entropy", "rnnsearch_decoder", "luong_decoder",
       "conv2d", "max_pool2d", "group_norm",
   };

@@ -34,6 +34,8 @@ Tensor log(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
+// GELU, exact (erf) form as PyTorch's default: x * Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2
+Tensor gelu(const Tensor& x);
 
 // ---- reductions ----
 // [.., n, ..] -> [.., ..] (or [.., 1, ..] with keepdim)
@@ -51,6 +53,17 @@ Tensor mean_all(const Tensor& x);
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
 // y = x W^T + b: x [..., in], weight [out, in], bias [out] or undefined -> [..., out]
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+// The activations a fused layer applies (ops_activation.cpp).
+enum class Activation {
+  ReLU,  // max(0, x)
+  GELU,  // exact erf GELU, as gelu()
+};
+// y = act(x W^T + b), one op ("linear_act"): x [..., in], weight [out, in], bias [out]
+// or undefined -> [..., out]. The bias and activation are applied in one pass over
+// the GEMM's output, and the backward forms d(pre-activation) in place of a
+// separate activation node (saves [..., out] of memory traffic twice). ReLU keeps
+// only the output for its backward; GELU keeps the pre-activation.
+Tensor linear_act(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation act);
 
 // ---- softmax ----
 // Softmax over `axis` (default last); mask: undefined or a 0/1 tensor

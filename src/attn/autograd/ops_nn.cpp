@@ -1,7 +1,9 @@
 // Fused primitives of the nn layers: embedding, dropout, layer_norm, cross_entropy.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <vector>
 
 #include "attn/autograd/ops.h"
 #include "attn/cpu/threading.h"
@@ -69,28 +71,36 @@ Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) 
                      Tensor dx = Tensor::empty(xhat.shape()), dw = Tensor::empty(w.shape()), db = Tensor::empty(w.shape());
                      const float *pd = d[0].data(), *ph = xhat.data(), *pr = rstd.data(), *pw = w.data();
                      float* pdx = dx.data();
-                     // dw, db sum over all rows: accumulated in double
-                     std::vector<double> sdw(size_t(n), 0.0), sdb(size_t(n), 0.0);
-                     for (int64_t r = 0; r < rows; ++r) {
-                       const float *dr = pd + r * n, *hr = ph + r * n;
-                       // y = xhat*w + b: dw += dy*xhat, db += dy, dxhat = dy*w
-                       // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat*xhat))
-                       double m1 = 0, m2 = 0;
-                       for (int64_t i = 0; i < n; ++i) {
-                         double dh = double(dr[i]) * pw[i];
-                         m1 += dh;
-                         m2 += dh * hr[i];
-                         sdw[size_t(i)] += double(dr[i]) * hr[i];
-                         sdb[size_t(i)] += dr[i];
+                     // Rows in a fixed number of chunks, each with its own dw, db partial sums (double),
+                     // added in chunk order: parallel, and the same result for any thread count.
+                     const int64_t chunks = std::min<int64_t>(rows, rows * n > kParallelGrain ? 16 : 1);
+                     std::vector<double> sdw(size_t(chunks * n), 0.0), sdb(size_t(chunks * n), 0.0);
+#pragma omp parallel for if (chunks > 1)
+                     for (int64_t c = 0; c < chunks; ++c) {
+                       double *cw = sdw.data() + c * n, *cb = sdb.data() + c * n;
+                       for (int64_t r = rows * c / chunks; r < rows * (c + 1) / chunks; ++r) {
+                         const float *dr = pd + r * n, *hr = ph + r * n;
+                         // y = xhat*w + b: dw += dy*xhat, db += dy, dxhat = dy*w
+                         // dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat*xhat))
+                         double m1 = 0, m2 = 0;
+                         for (int64_t i = 0; i < n; ++i) {
+                           double dh = double(dr[i]) * pw[i];
+                           m1 += dh;
+                           m2 += dh * hr[i];
+                           cw[i] += double(dr[i]) * hr[i];
+                           cb[i] += dr[i];
+                         }
+                         m1 /= double(n);
+                         m2 /= double(n);
+                         for (int64_t i = 0; i < n; ++i)
+                           pdx[r * n + i] = float(pr[r] * (double(dr[i]) * pw[i] - m1 - hr[i] * m2));
                        }
-                       m1 /= double(n);
-                       m2 /= double(n);
-                       for (int64_t i = 0; i < n; ++i)
-                         pdx[r * n + i] = float(pr[r] * (double(dr[i]) * pw[i] - m1 - hr[i] * m2));
                      }
                      for (int64_t i = 0; i < n; ++i) {
-                       dw.data()[i] = float(sdw[size_t(i)]);
-                       db.data()[i] = float(sdb[size_t(i)]);
+                       double tw = 0, tb = 0;
+                       for (int64_t c = 0; c < chunks; ++c) tw += sdw[size_t(c * n + i)], tb += sdb[size_t(c * n + i)];
+                       dw.data()[i] = float(tw);
+                       db.data()[i] = float(tb);
                      }
                      return {dx, dw, db};
                    });

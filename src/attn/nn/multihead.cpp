@@ -34,28 +34,46 @@ attention::AttentionOutput MultiHeadAttention::forward(const Tensor& query, cons
                                        (options.kernel == attention::Kernel::Auto && Lq >= attention::kFusedMinQueries));
   if (!(options.dropout >= 0.0f && options.dropout < 1.0f))
     throw std::invalid_argument("MultiHeadAttention: dropout " + std::to_string(options.dropout) + " outside [0, 1)");
-  if (fused && query.same(key) && query.same(value)) {
-    // Self-attention: one GEMM for the three projections, qkv [B, L, 3E] = x W_in^T + b_in,
-    // whose columns are already the heads of q, k, v ([B, L, 3, H, hd]); the kernel
-    // reads them in place and writes the context as [B, L, H, hd] = [B, L, E].
-    Tensor qkv = linear(query, in_proj_weight, in_proj_bias);
-    attention::FusedOptions f;
-    f.mask = mask;
-    f.scale = 1.0f / std::sqrt(float(hd));
-    if (is_training() && options.dropout > 0.0f) {
-      f.dropout = options.dropout;
-      f.seed = rng_->next_u64();
-    }
-    Tensor context = attention::sdpa_fused_packed(qkv, H, f);
-    return {linear(context, out_proj_weight, out_proj_bias), Tensor(), {}, {}, {}};
+  attention::FusedOptions f;
+  f.mask = mask;
+  f.scale = 1.0f / std::sqrt(float(hd));
+  if (fused && is_training() && options.dropout > 0.0f) {
+    f.dropout = options.dropout;
+    f.seed = rng_->next_u64();
   }
-  // [B, L, E] -> [B, L, H, hd] -> [B, H, L, hd]
-  auto heads = [&](const Tensor& x, int part, int64_t L) {
-    Tensor w = slice(in_proj_weight, 0, part * E, E);
-    Tensor b = in_proj_bias.defined() ? slice(in_proj_bias, 0, part * E, E) : Tensor();
-    return permute(reshape(linear(x, w, b), {B, L, H, hd}), {0, 2, 1, 3});
+  // in_proj rows [part * E, (part + parts) * E) and their bias: the weights of one GEMM
+  auto proj = [&](const Tensor& x, int part, int parts) {
+    if (part == 0 && parts == 3) return linear(x, in_proj_weight, in_proj_bias);
+    Tensor w = slice(in_proj_weight, 0, part * E, parts * E);
+    Tensor b = in_proj_bias.defined() ? slice(in_proj_bias, 0, part * E, parts * E) : Tensor();
+    return linear(x, w, b);
   };
-  Tensor q = heads(query, 0, Lq), k = heads(key, 1, Lk), v = heads(value, 2, Lk);
+  // column block `part` of a packed projection [B, L, n E] -> heads [B, H, L, hd]
+  auto heads = [&](const Tensor& packed, int part, int64_t L) {
+    Tensor x = packed.size(2) == E ? packed : slice(packed, 2, part * E, E);
+    return permute(reshape(x, {B, L, H, hd}), {0, 2, 1, 3});
+  };
+  Tensor q, k, v;
+  if (query.same(key) && query.same(value)) {
+    // Self-attention: one GEMM for the three projections, qkv [B, L, 3E] = x W_in^T + b_in,
+    // whose columns are already the heads of q, k, v ([B, L, 3, H, hd]); the fused kernel
+    // reads them in place and writes the context as [B, L, H, hd] = [B, L, E].
+    Tensor qkv = proj(query, 0, 3);
+    if (fused) return {linear(attention::sdpa_fused_packed(qkv, H, f), out_proj_weight, out_proj_bias), Tensor(), {}, {}, {}};
+    q = heads(qkv, 0, Lq), k = heads(qkv, 1, Lk), v = heads(qkv, 2, Lk);
+  } else if (key.same(value)) {
+    // Cross-attention over one memory: two GEMMs, q [B, Lq, E] and kv [B, Lk, 2E]
+    // (the rows W_K; W_V of in_proj together), read in place by the fused kernel.
+    Tensor qp = proj(query, 0, 1), kv = proj(key, 1, 2);
+    if (fused) return {linear(attention::sdpa_fused_cross(qp, kv, H, f), out_proj_weight, out_proj_bias), Tensor(), {}, {}, {}};
+    q = heads(qp, 0, Lq), k = heads(kv, 0, Lk), v = heads(kv, 1, Lk);
+  } else {
+    q = heads(proj(query, 0, 1), 0, Lq), k = heads(proj(key, 1, 1), 0, Lk), v = heads(proj(value, 2, 1), 0, Lk);
+  }
+  if (fused) {
+    Tensor context = attention::sdpa_fused(q, k, v, f);  // [B, H, Lq, hd]
+    return {linear(reshape(permute(context, {0, 2, 1, 3}), {B, Lq, E}), out_proj_weight, out_proj_bias), Tensor(), {}, {}, {}};
+  }
   attention::AttentionOptions o =
       layer_attention_options(mask, options.dropout, is_training(), rng_, need_weights, options.kernel);
   attention::AttentionOutput a = attention::scaled_dot_product_attention(q, k, v, o);
@@ -78,11 +96,11 @@ PositionalEncoding::PositionalEncoding(int64_t dim, int64_t max_len, float p, Rn
     }
 }
 
-Tensor PositionalEncoding::forward(const Tensor& x) const {
-  if (!x.defined() || x.dim() != 3 || x.size(2) != table.size(1) || x.size(1) > table.size(0))
-    throw std::invalid_argument("PositionalEncoding: input " + x.shape().str() + " for table " + table.shape().str() +
-                                " (expects [B, L, E] with L <= max_len)");
-  Tensor pe = table.narrow0(0, x.size(1));  // [L, E], broadcast over the batch
+Tensor PositionalEncoding::forward(const Tensor& x, int64_t start) const {
+  if (!x.defined() || x.dim() != 3 || x.size(2) != table.size(1) || start < 0 || start + x.size(1) > table.size(0))
+    throw std::invalid_argument("PositionalEncoding: input " + x.shape().str() + " from position " + std::to_string(start) +
+                                " for table " + table.shape().str() + " (expects [B, L, E] with start + L <= max_len)");
+  Tensor pe = table.narrow0(start, x.size(1));  // [L, E], broadcast over the batch
   return attn::dropout(add(x, pe), dropout, is_training(), *rng_);
 }
 

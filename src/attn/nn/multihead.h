@@ -35,6 +35,9 @@ public:
   // query [B, Lq, E], key [B, Lk, E], value [B, Lk, E] -> context [B, Lq, E] and,
   // when need_weights, the per-head weights [B, H, Lq, Lk] (not averaged over heads).
   // Without weights the heads run through the fused kernel (options.kernel).
+  // The projections: query = key = value (the same tensor: self-attention) is one
+  // GEMM over in_proj_weight; key = value (cross-attention over one memory) is two,
+  // W_Q and [W_K; W_V]; the fused kernel reads both packed results in place.
   attention::AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                      const attention::Mask& mask = {}, bool need_weights = false) const;
 
@@ -50,8 +53,9 @@ private:
 class PositionalEncoding : public Module {
 public:
   PositionalEncoding(int64_t dim, int64_t max_len, float dropout, Rng& rng);
-  // x [B, L, E] (L <= max_len) -> x + PE[:L]
-  Tensor forward(const Tensor& x) const;
+  // x [B, L, E] (start + L <= max_len) -> x + PE[start : start + L]; start > 0
+  // for the positions of a decoder step after `start` earlier ones
+  Tensor forward(const Tensor& x, int64_t start = 0) const;
   Tensor table;  // [max_len, E], not a parameter
   float dropout;
 
