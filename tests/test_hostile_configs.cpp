@@ -81,7 +81,7 @@ const BadKey kBadKeys[] = {
     {"model", "encoder_layers: 100", "encoder_layers = 100 above the limit of 64", true},
     {"model", "decoder_layers: 65", "decoder_layers = 65 above the limit of 64", true},
     {"model", "readout: 18446744073709551615", "model.readout: expected a whole number within", true},
-    {"model", "type: transformer", "model.type: expected one of rnnsearch, luong", true},
+    {"model", "type: gpt", "model.type: expected one of rnnsearch, luong", true},
     {"model", "bidirectional: yes", "model.bidirectional: expected true or false", true},
     {"model", "pad_id: 4294967296", "model.pad_id: 4294967296 outside [0, 4194304]", true},
     {"model", "window_half_width: -1", "window_half_width", true},

@@ -230,7 +230,7 @@ TEST(ModelConfig, UnknownKeysAndBadValuesNameTheKey) {
     EXPECT_NE(std::string(e.what()).find("model.embd: unknown key"), std::string::npos) << e.what();
   }
   try {
-    models::model_config_from_json(R"({"type": "transformer"})", "model");
+    models::model_config_from_json(R"({"type": "gpt"})", "model");
     FAIL() << "bad enum accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("model.type"), std::string::npos) << e.what();

@@ -67,6 +67,8 @@ std::vector<Kind> kinds() {
       {"luong_gru_local_p", luong + "  cell: gru\n  score: general\n  window: local-p\n  window_half_width: 2\n  dropout: 0.2\n"},
       {"luong_lstm_concat", luong + "  cell: lstm\n  score: concat\n  encoder_layers: 2\n  dropout: 0.2\n"},
       {"rnnsearch_with_mha_dropout", std::string(kToyRnnSearch) + "  dropout: 0.2\n", true},
+      {"transformer", "  type: transformer\n  embed: 32\n  heads: 4\n  feed_forward: 48\n  encoder_layers: 2\n"
+                      "  decoder_layers: 2\n  max_positions: 64\n  dropout: 0.2\n  attention_dropout: 0.1\n"},
       {"show_attend_tell_soft", toy_captioner("soft") + "  dropout: 0.2\n", false, true},
       {"show_attend_tell_hard", toy_captioner("hard") + "  dropout: 0.2\n", false, true},
       {"show_attend_tell_none", toy_captioner("none") + "  dropout: 0.2\n", false, true},

@@ -200,7 +200,7 @@ TEST(TranslationCli, CorpusAndConfigErrorsSurface) {
   r = run_attn("train -c " + cfg + " --set train.learning_rate=1", dir.path);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("train.learning_rate: unknown key"), std::string::npos) << r.err;
-  r = run_attn("train -c " + cfg + " --set model.type=transformer", dir.path);
+  r = run_attn("train -c " + cfg + " --set model.type=gpt", dir.path);
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("model.type"), std::string::npos) << r.err;
 

@@ -6,7 +6,7 @@
 // format stays one flat object: the kind's keys sit beside the common ones.
 //
 //   type                            a name in the table of kinds (models/kinds.h):
-//                                   rnnsearch | luong | show_attend_tell, or a registered kind
+//                                   rnnsearch | luong | show_attend_tell | transformer, or a registered kind
 //   src_vocab, tgt_vocab            set by the trainer from the vocabularies (0: a kind that reads images)
 //   embed                           E, word embedding size (source and target)
 //   dropout                         on embeddings, between layers and before the output
@@ -15,7 +15,7 @@
 //   pad_id, bos_id, eos_id, unk_id  the vocabularies' special ids (set by the trainer from them)
 // The kinds' own keys: models/rnn/rnn_config.h (the RNN encoder-decoder fields rnnsearch and
 // luong share), models/rnnsearch/rnnsearch_config.h, models/luong/luong_config.h,
-// models/show_attend_tell/show_attend_tell_config.h.
+// models/show_attend_tell/show_attend_tell_config.h, models/transformer/transformer_config.h.
 #pragma once
 #include <cstdint>
 #include <memory>

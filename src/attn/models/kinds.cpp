@@ -12,6 +12,7 @@ namespace attn::models {
 ModelKind rnnsearch_kind();
 ModelKind luong_kind();
 ModelKind show_attend_tell_kind();
+ModelKind transformer_kind();
 
 namespace {
 
@@ -26,6 +27,7 @@ Table& table() {
     t->kinds.push_back(rnnsearch_kind());
     t->kinds.push_back(luong_kind());
     t->kinds.push_back(show_attend_tell_kind());
+    t->kinds.push_back(transformer_kind());
     return t;
   }();
   return *t;

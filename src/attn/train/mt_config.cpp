@@ -178,6 +178,8 @@ TrainOptions read_train(const json& j) {
   t.max_sentences = r.get_int("max_sentences", t.max_sentences, 0, kMaxTokens);
   t.lr = r.get_double("lr", t.lr, 0, kMaxLr);
   t.beta2 = r.get_double("beta2", t.beta2, 0, 1);
+  t.adam_eps = r.get_double("adam_eps", t.adam_eps, 0, 1);
+  t.warmup_steps = r.get_int("warmup_steps", t.warmup_steps, 0, kMaxCount);
   t.weight_decay = r.get_double("weight_decay", t.weight_decay, 0, 10);
   t.clip = r.get_double("clip", t.clip, 0, 1e9);
   t.label_smoothing = r.get_double("label_smoothing", t.label_smoothing, 0, 1);
@@ -216,6 +218,9 @@ TrainOptions read_train(const json& j) {
   need(t.max_nonfinite_steps >= 1, "max_nonfinite_steps must be >= 1");
   need(t.lr_decay > 0 && t.lr_decay <= 1, "lr_decay must be in (0, 1]");
   need(t.lr_patience >= 0 && t.early_stop >= 0, "lr_patience and early_stop must be >= 0");
+  need(t.adam_eps > 0, "adam_eps must be > 0");
+  need(t.warmup_steps == 0 || t.lr_patience == 0,
+       "lr_patience must be 0 with warmup_steps > 0 (the inverse-square-root schedule sets the LR at every step)");
   need(t.valid_beam >= 1 && t.valid_batch_sentences >= 1, "valid_beam and valid_batch_sentences must be >= 1");
   return t;
 }
@@ -307,6 +312,8 @@ std::string to_json(const TrainConfig& c) {
                 {"max_sentences", t.max_sentences},
                 {"lr", t.lr},
                 {"beta2", t.beta2},
+                {"adam_eps", t.adam_eps},
+                {"warmup_steps", t.warmup_steps},
                 {"weight_decay", t.weight_decay},
                 {"clip", t.clip},
                 {"label_smoothing", t.label_smoothing},

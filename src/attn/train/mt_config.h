@@ -61,6 +61,10 @@ struct TrainOptions {
   int64_t max_sentences = 0;         // sentences per batch, 0: no limit
   double lr = 1e-3;                  // Adam learning rate
   double beta2 = 0.999;              // Adam beta2
+  double adam_eps = 1e-8;            // Adam epsilon (added to sqrt(v_hat))
+  int64_t warmup_steps = 0;          // > 0: the inverse-square-root schedule (Vaswani et al. 2017, sec. 5.3):
+                                     // lr * step / warmup_steps up to warmup_steps, then lr * sqrt(warmup_steps / step)
+                                     // (lr is the peak; needs lr_patience 0). 0: lr constant but for the plateau decay
   double weight_decay = 0;           // Adam L2
   double clip = 1.0;                 // global gradient-norm clip (0: off)
   double label_smoothing = 0.1;      // cross-entropy label smoothing

@@ -96,6 +96,7 @@ AdamOptions adam_options(const TrainOptions& t) {
   AdamOptions ao;
   ao.lr = t.lr;
   ao.beta2 = t.beta2;
+  ao.eps = t.adam_eps;
   ao.weight_decay = t.weight_decay;
   return ao;
 }
@@ -164,6 +165,7 @@ StepResult TranslationRun::step(const data::Seq2SeqBatch& b) {
   // a non-finite step leaves the parameters and Adam's moments and step count as they were
   if (!std::isfinite(loss_v)) return {loss_v, "loss", loss_v};
   if (!std::isfinite(norm)) return {loss_v, "gradient norm", norm};
+  if (const std::optional<double> lr = state_.schedule.scheduled_lr(state_.position.step + 1)) adam_.set_lr(*lr);
   adam_.step();
   return {loss_v, nullptr, 0};
 }

@@ -43,6 +43,12 @@ ScheduleState ScheduleState::from_json(const std::string& text, std::optional<do
   return s;
 }
 
+std::optional<double> Schedule::scheduled_lr(int64_t step) const {
+  if (t_.warmup_steps <= 0) return std::nullopt;
+  const double s = double(std::max<int64_t>(step, 1)), w = double(t_.warmup_steps);
+  return s <= w ? t_.lr * s / w : t_.lr * std::sqrt(w / s);
+}
+
 ValidationVerdict Schedule::on_validation(const Validation& v, int64_t step, double lr) {
   const bool higher_is_better = t_.metric == "bleu";
   const double score = higher_is_better ? v.bleu : v.perplexity;

@@ -55,6 +55,13 @@ public:
   // learning rate by lr_decay (never below min_lr).
   ValidationVerdict on_validation(const Validation& v, int64_t step, double lr);
 
+  // The learning rate of optimizer step `step` (1-based) when the schedule
+  // sets it: with warmup_steps W > 0, lr * step / W for step <= W, then
+  // lr * sqrt(W / step) (the inverse-square-root warm-up, Vaswani et al. 2017,
+  // sec. 5.3, with lr the peak); nullopt without (the LR is what the plateau
+  // decay of on_validation left).
+  std::optional<double> scheduled_lr(int64_t step) const;
+
   // Adds a training step's seconds to the budget.
   void add_training_time(double seconds) { s_.elapsed_s += seconds; }
 

@@ -1,0 +1,230 @@
+// The Transformer's cached search step (see the header).
+#include "attn/models/transformer/transformer_search.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "attn/autograd/node.h"
+#include "attn/autograd/ops.h"
+#include "attn/cpu/threading.h"
+#include "attn/models/step_logits.h"
+#include "attn/models/step_packing.h"
+#include "attn/models/transformer/transformer.h"
+#include "attn/nn/step_linear.h"
+
+namespace attn::models {
+namespace {
+
+struct TransformerPrepared final : PreparedDecoder {
+  const Transformer* model = nullptr;
+  Tensor w_y, b_y;  // [V, E] and [V] copies: valid while the model's parameters stay unchanged
+  nn::StepLinear y;
+};
+
+std::string cache_name(const char* what, size_t l) { return std::string(what) + "." + std::to_string(l); }
+
+// softmax over a[0 .. n) in place (n >= 1)
+void softmax_in_place(float* a, int64_t n) {
+  float mx = a[0];
+  for (int64_t j = 1; j < n; ++j) mx = std::max(mx, a[j]);
+  float z = 0;
+  for (int64_t j = 0; j < n; ++j) z += (a[j] = std::exp(a[j] - mx));
+  const float inv = 1.0f / z;
+  for (int64_t j = 0; j < n; ++j) a[j] *= inv;
+}
+
+// One head's attention for one query: q [hd] over keys / values [n, hd] (rows
+// contiguous) -> p [n] the weights, ctx [hd] their sum of values.
+void attend(const float* q, const float* keys, const float* values, int64_t n, int64_t hd, float* p, float* ctx) {
+  const float scale = 1.0f / std::sqrt(float(hd));
+  for (int64_t j = 0; j < n; ++j) {
+    float s = 0;
+    for (int64_t d = 0; d < hd; ++d) s += q[d] * keys[j * hd + d];
+    p[j] = s * scale;
+  }
+  softmax_in_place(p, n);
+  std::fill(ctx, ctx + hd, 0.0f);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t d = 0; d < hd; ++d) ctx[d] += p[j] * values[j * hd + d];
+}
+
+class TransformerStepDecoder final : public StepDecoder {
+public:
+  TransformerStepDecoder(std::shared_ptr<const TransformerPrepared> p, const EncoderMemory& memory)
+      : p_(std::move(p)), m_(*p_->model), memory_(memory), logits_(&p_->y, p_->b_y.data()) {
+    const TransformerConfig& s = m_.section();
+    E_ = m_.config().embed, H_ = s.heads, hd_ = E_ / H_, L_ = s.decoder_layers, V_ = m_.config().tgt_vocab;
+    B_ = memory_.lengths().size(0), S_ = memory_.values().size(1);
+    for (int64_t b = 0; b < B_; ++b) len_.push_back(int64_t(memory_.lengths().data()[b]));
+  }
+
+  DecoderState start(const DecoderState& initial, int64_t max_rows, int64_t max_steps) override {
+    const int64_t T = std::min(max_steps, m_.section().max_positions);
+    DecoderState s(initial.rows(), std::max(initial.rows(), max_rows));
+    for (int64_t l = 0; l < L_; ++l) {
+      s.add(cache_name("self_k", size_t(l)), {H_, T, hd_});
+      s.add(cache_name("self_v", size_t(l)), {H_, T, hd_});
+    }
+    return s;
+  }
+
+  const StepTop& step(const std::vector<int64_t>& rows, DecoderState& state, const std::vector<int>& prev, int64_t k,
+                      int64_t t) override;
+
+  void report_attention(const std::string& map) override {
+    map_layer_ = -1, map_head_ = -1;
+    if (!map.empty()) {
+      (void)resolve_attention_map(m_, map);  // throws for a map the model does not report
+      for (int64_t l = 1; l <= L_; ++l)
+        for (int64_t h = 0; h <= H_; ++h)
+          if (transformer_map_name(l, h) == map) map_layer_ = l - 1, map_head_ = h;
+    }
+    attention_map_ = map;
+  }
+
+private:
+  // x [N, E] -> x after decoder layer l (pre- or post-norm residuals)
+  Tensor layer(int64_t l, const Tensor& x, DecoderState& state, const std::vector<int64_t>& rows, int64_t t);
+  // h [N, E] (normed) -> self-attention's output [N, E]; position t appended to the cache
+  Tensor self_attention(int64_t l, const Tensor& h, DecoderState& state, int64_t t);
+  // h [N, E] (normed) -> cross-attention's output [N, E]; the reported map written when l is its layer
+  Tensor cross_attention(int64_t l, const Tensor& h, const std::vector<int64_t>& rows);
+  bool parallel(int64_t N, int64_t keys) const { return num_threads() > 1 && N * H_ * keys * hd_ >= (int64_t(1) << 15); }
+
+  std::shared_ptr<const TransformerPrepared> p_;
+  const Transformer& m_;
+  EncoderMemory memory_;
+  detail::StepLogits logits_;
+  StepTop out_;
+  int64_t E_, H_, hd_, L_, V_, B_, S_;
+  std::vector<int64_t> len_;                // [B] source lengths
+  int64_t map_layer_ = -1, map_head_ = -1;  // the reported map: 0-based layer, head 1..H or 0 (mean)
+  std::vector<float> probs_;                // [N, H, max(S, T)] scratch for the weights
+};
+
+Tensor TransformerStepDecoder::self_attention(int64_t l, const Tensor& h, DecoderState& state, int64_t t) {
+  const nn::MultiHeadAttention& a = *m_.decoder_stack().layers[size_t(l)]->self_attn;
+  const int64_t N = h.size(0), T = state.buffer(cache_name("self_k", size_t(l))).size(2);
+  Tensor qkv = linear(h, a.in_proj_weight, a.in_proj_bias);  // [N, 3E]: one GEMM
+  float *K = state.data(cache_name("self_k", size_t(l))), *Vc = state.data(cache_name("self_v", size_t(l)));
+  Tensor ctx = Tensor::empty({N, E_});
+  probs_.resize(size_t(N * H_ * std::max(S_, T)));
+  const int64_t W = std::max(S_, T);
+#pragma omp parallel for collapse(2) if (parallel(N, t + 1))
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t hh = 0; hh < H_; ++hh) {
+      const float* row = qkv.data() + i * 3 * E_;
+      float* kc = K + (i * H_ + hh) * T * hd_;
+      float* vc = Vc + (i * H_ + hh) * T * hd_;
+      std::memcpy(kc + t * hd_, row + E_ + hh * hd_, size_t(hd_) * sizeof(float));  // position t appended
+      std::memcpy(vc + t * hd_, row + 2 * E_ + hh * hd_, size_t(hd_) * sizeof(float));
+      attend(row + hh * hd_, kc, vc, t + 1, hd_, probs_.data() + (i * H_ + hh) * W, ctx.data() + i * E_ + hh * hd_);
+    }
+  return linear(ctx, a.out_proj_weight, a.out_proj_bias);
+}
+
+Tensor TransformerStepDecoder::cross_attention(int64_t l, const Tensor& h, const std::vector<int64_t>& rows) {
+  const nn::MultiHeadAttention& a = *m_.decoder_stack().layers[size_t(l)]->multihead_attn;
+  const int64_t N = h.size(0), W = S_;
+  const Tensor bq = a.in_proj_bias.defined() ? a.in_proj_bias.narrow0(0, E_) : Tensor();
+  Tensor q = linear(h, a.in_proj_weight.narrow0(0, E_), bq);  // [N, E]: W_Q only, the keys are the memory's
+  const float* K = memory_.get(cache_name("cross_k", size_t(l))).data();
+  const float* Vm = memory_.get(cache_name("cross_v", size_t(l))).data();
+  Tensor ctx = Tensor::empty({N, E_});
+  probs_.resize(size_t(N * H_ * W));
+#pragma omp parallel for collapse(2) if (parallel(N, S_))
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t hh = 0; hh < H_; ++hh) {
+      const int64_t b = rows[size_t(i)], off = (b * H_ + hh) * S_ * hd_;
+      float* p = probs_.data() + (i * H_ + hh) * W;
+      std::fill(p, p + W, 0.0f);
+      attend(q.data() + i * E_ + hh * hd_, K + off, Vm + off, len_[size_t(b)], hd_, p, ctx.data() + i * E_ + hh * hd_);
+    }
+  if (l == map_layer_) {  // the one map asked for: [N, S], zeros past each length
+    Tensor& m = out_.attention = Tensor::zeros({N, S_});
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t hh = 0; hh < H_; ++hh) {
+        if (map_head_ > 0 && hh != map_head_ - 1) continue;
+        const float w = map_head_ > 0 ? 1.0f : 1.0f / float(H_);
+        const float* p = probs_.data() + (i * H_ + hh) * W;
+        for (int64_t j = 0; j < S_; ++j) m.data()[i * S_ + j] += w * p[j];
+      }
+  }
+  return linear(ctx, a.out_proj_weight, a.out_proj_bias);
+}
+
+Tensor TransformerStepDecoder::layer(int64_t l, const Tensor& x, DecoderState& state, const std::vector<int64_t>& rows,
+                                     int64_t t) {
+  const nn::TransformerDecoderLayer& d = *m_.decoder_stack().layers[size_t(l)];
+  auto ff = [&](const Tensor& in) {
+    return d.linear2->forward(linear_act(in, d.linear1->weight, d.linear1->bias, d.options.activation));
+  };
+  if (d.options.norm_first) {
+    Tensor h = add(x, self_attention(l, d.norm1->forward(x), state, t));
+    h = add(h, cross_attention(l, d.norm2->forward(h), rows));
+    return add(h, ff(d.norm3->forward(h)));
+  }
+  Tensor h = d.norm1->forward(add(x, self_attention(l, x, state, t)));
+  h = d.norm2->forward(add(h, cross_attention(l, h, rows)));
+  return d.norm3->forward(add(h, ff(h)));
+}
+
+const StepTop& TransformerStepDecoder::step(const std::vector<int64_t>& rows, DecoderState& state,
+                                            const std::vector<int>& prev, int64_t k, int64_t t) {
+  NoGradGuard no_grad;
+  const int64_t N = int64_t(rows.size());
+  detail::check_step_rows("transformer", rows, prev, k, B_, V_);
+  if (state.rows() != N || !state.has("self_k.0"))
+    throw std::invalid_argument("transformer decoder step: a state of " + std::to_string(state.rows()) + " rows for " +
+                                std::to_string(N) + " (made by start()?)");
+  const int64_t T = state.buffer("self_k.0").size(2);
+  if (t < 0 || t >= T)
+    throw std::invalid_argument("transformer decoder step: t = " + std::to_string(t) + " outside the cache's [0, " +
+                                std::to_string(T) + ")");
+  // x = sqrt(E) emb(prev) + PE(t)
+  Tensor x = Tensor::empty({N, E_});
+  const float scale = std::sqrt(float(E_)), *pe = m_.position_row(t), *emb = m_.target_embedding().weight.data();
+  for (int64_t i = 0; i < N; ++i)
+    for (int64_t d = 0; d < E_; ++d) x.data()[i * E_ + d] = scale * emb[prev[size_t(i)] * E_ + d] + pe[d];
+  out_.attention = Tensor();
+  for (int64_t l = 0; l < L_; ++l) x = layer(l, x, state, rows, t);
+  if (m_.decoder_stack().norm) x = m_.decoder_stack().norm->forward(x);
+  const bool par = num_threads() > 1 && N * E_ * V_ >= (int64_t(1) << 17);
+  logits_.begin(N, k, par ? num_threads() : 1, out_);
+#pragma omp parallel if (par)
+  {
+    logits_.tiles(x.data(), E_, omp_get_thread_num());
+    logits_.merge(omp_get_thread_num(), omp_get_num_threads(), out_);
+  }
+  if (attention_map_.empty()) out_.attention = Tensor();
+  return out_;
+}
+
+}  // namespace
+
+std::shared_ptr<const PreparedDecoder> prepare_transformer_decoder(const Transformer& model, int64_t max_rows) {
+  auto p = std::make_shared<TransformerPrepared>();
+  p->model = &model;
+  const Seq2SeqModel::OutputLayer o = model.output_layer();
+  p->w_y = o.weight.detach().clone();
+  p->b_y = o.bias.detach().clone();
+  p->y = nn::StepLinear(p->w_y, max_rows >= kPackRows);
+  return p;
+}
+
+std::unique_ptr<StepDecoder> make_transformer_decoder(const Transformer& model,
+                                                      std::shared_ptr<const PreparedDecoder> prepared,
+                                                      const EncoderMemory& memory) {
+  auto p = std::dynamic_pointer_cast<const TransformerPrepared>(prepared);
+  if (!p || p->model != &model)
+    throw std::invalid_argument("transformer decoder: the prepared weights are not this transformer's");
+  return std::make_unique<TransformerStepDecoder>(std::move(p), memory);
+}
+
+}  // namespace attn::models
