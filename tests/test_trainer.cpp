@@ -58,6 +58,8 @@ struct Kind {
   bool mha = false;        // the tests' own kind (RunOptions::make_model)
   bool captions = false;   // a captioner: trained on generated scenes (caption_run.h)
 };
+// gtest prints a parameter through PrintTo: the kind's name, not its bytes.
+void PrintTo(const Kind& k, std::ostream* os) { *os << k.name; }
 
 std::vector<Kind> kinds() {
   const std::string luong = "  type: luong\n  embed: 32\n  encoder_hidden: 32\n  decoder_hidden: 64\n  attention: 32\n";
