@@ -16,8 +16,28 @@
 #include <vector>
 
 #include "attn/decode/search.h"
+#include "attn/tensor/random.h"
+#include "attn/tensor/tensor.h"
 
 namespace attn::testing {
+
+// A padded source batch for the decoding tests: src [B, S] with ids drawn
+// uniformly from [first, vocab) up to each row's length, 0 (padding) past it.
+struct SourceBatch {
+  Tensor src;                    // [B, S]
+  std::vector<int64_t> lengths;  // [B], each in [1, S]
+};
+
+inline SourceBatch random_source_batch(const std::vector<int64_t>& lengths, int64_t S, int64_t first, int64_t vocab,
+                                       uint64_t seed) {
+  const int64_t B = int64_t(lengths.size());
+  SourceBatch b{Tensor::zeros({B, S}), lengths};
+  Rng rng(seed);
+  for (int64_t i = 0; i < B; ++i)
+    for (int64_t j = 0; j < lengths[size_t(i)]; ++j)
+      b.src.data()[i * S + j] = float(first + int64_t(rng.below(uint64_t(vocab - first))));
+  return b;
+}
 
 // One step of the reference: for live hypotheses [R], log p [R * V] and the
 // attention weights [R][src_len] each appends (empty: none kept).

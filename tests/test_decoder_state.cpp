@@ -320,18 +320,8 @@ TEST(DecoderState, TheTestKindIsRegisteredAndBuiltFromItsConfig) {
   EXPECT_THROW(models::register_model_kind(models::model_kind("test_cached_attention")), std::invalid_argument);  // taken
 }
 
-struct Batch {
-  Tensor src;
-  std::vector<int64_t> lengths;
-};
-
-Batch batch() {
-  Batch b{Tensor::zeros({4, 5}), {5, 2, 4, 1}};
-  Rng rng(3);
-  for (int64_t i = 0; i < 4; ++i)
-    for (int64_t j = 0; j < b.lengths[size_t(i)]; ++j) b.src.data()[i * 5 + j] = float(3 + rng.below(kSrcVocab - 3));
-  return b;
-}
+using Batch = SourceBatch;
+Batch batch() { return random_source_batch({5, 2, 4, 1}, 5, 3, kSrcVocab, 3); }
 
 decode::SearchOptions options(int beam) {
   decode::SearchOptions o;

@@ -46,18 +46,8 @@ std::unique_ptr<models::Seq2SeqModel> make(const std::string& extra = "", uint64
   return m;
 }
 
-struct Batch {
-  Tensor src;
-  std::vector<int64_t> lengths;
-};
-
-Batch batch() {
-  Batch b{Tensor::zeros({4, 7}), {7, 3, 5, 1}};
-  Rng rng(9);
-  for (int64_t i = 0; i < 4; ++i)
-    for (int64_t j = 0; j < b.lengths[size_t(i)]; ++j) b.src.data()[i * 7 + j] = float(4 + rng.below(kVocab - 4));
-  return b;
-}
+using Batch = SourceBatch;
+Batch batch() { return random_source_batch({7, 3, 5, 1}, 7, 4, kVocab, 9); }
 
 // The variants every decoding test runs: pre- and post-norm, sinusoids and learned positions, tied or not.
 const std::vector<std::string> kVariants = {
