@@ -485,5 +485,32 @@ TEST(DecoderState, GatherReordersRowsInPlace) {
   EXPECT_THROW(s.live("missing"), std::invalid_argument);
 }
 
+// A buffer with a time axis ([rows, H, T, hd], a key cache) moves only the
+// filled positions of each head; a buffer without one moves whole rows.
+TEST(DecoderState, GatherMovesOnlyTheFilledPrefixOfATimeAxis) {
+  const int64_t H = 2, T = 4, hd = 3, row = H * T * hd;
+  models::DecoderState s(2, 2);
+  Tensor& k = s.add("k", {H, T, hd}, 1);
+  Tensor& y = s.add("y", {2});
+  for (int64_t i = 0; i < k.numel(); ++i) k.data()[i] = float(i + 1);
+  for (int64_t i = 0; i < y.numel(); ++i) y.data()[i] = float(100 + i);
+  const std::vector<float> before = k.to_vector();
+  s.set_filled_steps(2);
+  s.gather({1, 0});
+  const std::vector<float> after = s.live("k").to_vector();
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t d = 0; d < hd; ++d) {
+          const int64_t at = i * row + (h * T + t) * hd + d, from = (1 - i) * row + (h * T + t) * hd + d;
+          if (t < 2) EXPECT_EQ(after[size_t(at)], before[size_t(from)]) << i << " " << h << " " << t;
+        }  // positions 2, 3 are past the filled prefix: whatever the spare buffer held
+  EXPECT_EQ(s.live("y").to_vector(), (std::vector<float>{102, 103, 100, 101}));
+  s.set_filled_steps(-1);  // the whole axis again: every position moves
+  s.gather({0, 1});
+  EXPECT_EQ(s.live("k").to_vector(), after);
+  EXPECT_THROW(s.add("bad", {2}, 1), std::invalid_argument);  // no axis 1 in [2]
+}
+
 }  // namespace
 }  // namespace attn::testing

@@ -11,7 +11,10 @@
 // Legend: B sentences, S source length, N decoder rows, T steps, V vocabulary, E model size.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +26,8 @@
 #include "attn/models/seq2seq.h"
 #include "attn/models/transformer/transformer_config.h"
 #include "attn/tensor/random.h"
+#include "attn/nn/load_params.h"
+#include "attn/train/average.h"
 #include "attn/train/schedule.h"
 #include "compare.h"
 #include "oracle.h"
@@ -302,6 +307,33 @@ TEST(Transformer, InverseSquareRootWarmup) {
   EXPECT_NEAR(*s.scheduled_lr(8000), 5e-4, 1e-12);
   t.warmup_steps = 0;
   EXPECT_FALSE(train::Schedule(t).scheduled_lr(5).has_value());
+}
+
+// `attn average` on a Transformer's files: every tensor (the shared embedding
+// table once, the per-layer projections, the norms) is the mean of the two
+// models', the result loads into the kind by name and decodes.
+TEST(Transformer, AveragedFilesLoadAndDecode) {
+  const std::string extra = R"(, "tied_embeddings": "all")";
+  const auto a = make(extra, 4), b = make(extra, 5), avg = make(extra, 6);
+  const auto dir = std::filesystem::temp_directory_path() / ("attn_transformer_avg_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::vector<std::string> files;
+  for (const auto* m : {a.get(), b.get()}) {
+    files.push_back((dir / ("m" + std::to_string(files.size()) + ".safetensors")).string());
+    save_safetensors(files.back(), m->named_parameters(), {{"config", models::to_json(m->config())}});
+  }
+  const SafetensorsFile mean = train::average_model_files(files);
+  nn::load_into_params(mean, avg->named_parameters());
+  const auto pa = a->named_parameters(), pb = b->named_parameters(), pm = avg->named_parameters();
+  ASSERT_EQ(pa.size(), pm.size());
+  for (size_t i = 0; i < pa.size(); ++i)
+    for (int64_t k = 0; k < pa[i].second.numel(); k += 7)
+      ASSERT_NEAR(pm[i].second.data()[k], 0.5f * (pa[i].second.data()[k] + pb[i].second.data()[k]), 1e-6f)
+          << pa[i].first;
+  const Batch x = batch();
+  for (const auto& r : decode::beam_search(*avg, x.src, x.lengths, options(3)))
+    EXPECT_TRUE(std::isfinite(r.hypotheses[0].log_prob));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "attn/models/decoder_state.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <utility>
@@ -18,13 +19,31 @@ DecoderState::DecoderState(int64_t rows, int64_t max_rows) : rows_(rows), max_ro
                                 std::to_string(max_rows));
 }
 
-Tensor& DecoderState::add(const std::string& name, const Shape& per_row) {
+Tensor& DecoderState::add(const std::string& name, const Shape& per_row, int time_axis) {
+  if (time_axis >= per_row.rank())
+    throw std::invalid_argument("decoder state: '" + name + "' has no axis " + std::to_string(time_axis) +
+                                " to be its time axis");
   Shape s{max_rows_};
   for (int i = 0; i < per_row.rank(); ++i) s.push_back(per_row[i]);
   Tensor& t = buffers_[name];
   t = Tensor::zeros(s);
+  if (time_axis >= 0) time_axis_[name] = time_axis + 1;
   return t;
 }
+
+namespace {
+
+// dst row <- src row of a buffer shaped [rows, outer..., T, inner...] (time
+// axis `axis`): the first `filled` of the T positions of each outer index.
+void copy_time_prefix(const Tensor& buf, int axis, int64_t filled, const float* src, float* dst) {
+  int64_t outer = 1, inner = 1;
+  for (int i = 1; i < axis; ++i) outer *= buf.size(i);
+  for (int i = axis + 1; i < buf.dim(); ++i) inner *= buf.size(i);
+  const int64_t T = buf.size(axis), n = std::min(filled, T) * inner;
+  for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * T * inner, src + o * T * inner, size_t(n) * sizeof(float));
+}
+
+}  // namespace
 
 void DecoderState::set(const std::string& name, const Tensor& t) {
   if (buffers_.all().empty() && rows_ == 0 && max_rows_ == 0 && t.defined() && t.dim() >= 1)
@@ -60,6 +79,11 @@ void DecoderState::gather(const std::vector<int64_t>& from) {
     const int64_t row = max_rows_ ? buf.numel() / max_rows_ : 0;
     const float* src = buf.data();
     float* dst = spare.data();
+    auto axis = time_axis_.find(name);
+    if (axis != time_axis_.end() && filled_steps_ >= 0) {
+      for (int64_t i = 0; i < n; ++i) copy_time_prefix(buf, axis->second, filled_steps_, src + from[size_t(i)] * row, dst + i * row);
+      continue;
+    }
     for (int64_t i = 0; i < n; ++i)
       std::memcpy(dst + i * row, src + from[size_t(i)] * row, size_t(row) * sizeof(float));
   }
@@ -70,6 +94,7 @@ void DecoderState::gather(const std::vector<int64_t>& from) {
 
 DecoderState DecoderState::live_view() const {
   DecoderState v(rows_, rows_);
+  v.time_axis_ = time_axis_, v.filled_steps_ = filled_steps_;
   for (const auto& [name, buf] : buffers_.all()) v.buffers_[name] = live(name);
   return v;
 }

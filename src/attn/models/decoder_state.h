@@ -56,7 +56,15 @@ public:
   // A state of `rows` live rows in buffers of max_rows (>= rows) rows; no tensors yet.
   DecoderState(int64_t rows, int64_t max_rows);
   // Adds `name`: zeros [max_rows, per_row...]; returns the whole buffer.
-  Tensor& add(const std::string& name, const Shape& per_row);
+  // time_axis >= 0 marks per_row[time_axis] as a cache's time axis (a
+  // Transformer's keys [H, T, hd]: time_axis 1), of which only the positions
+  // below filled_steps() are live, so a gather copies only those.
+  Tensor& add(const std::string& name, const Shape& per_row, int time_axis = -1);
+  // The positions [0, n) of every time axis hold values (the step that wrote
+  // position n - 1 says so); default: the whole axis. What lies past them is
+  // not moved by gather() and must not be read.
+  void set_filled_steps(int64_t n) { filled_steps_ = n; }
+  int64_t filled_steps() const { return filled_steps_; }
   // Adds or replaces `name` by t [rows(), ...] as it is (no copy, autograd kept);
   // only in a state whose buffers hold exactly its rows. The first set() of
   // a default-constructed state sets rows() = max_rows() = t.size(0).
@@ -85,7 +93,8 @@ public:
 
 private:
   TensorSet buffers_, spare_;
-  int64_t rows_ = 0, max_rows_ = 0;
+  std::map<std::string, int> time_axis_;  // the buffers add() gave a time axis: its index in the buffer's shape
+  int64_t rows_ = 0, max_rows_ = 0, filled_steps_ = -1;
 };
 
 }  // namespace attn::models

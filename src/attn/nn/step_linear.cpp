@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "attn/cpu/threading.h"
+
 namespace attn::nn {
 
 StepLinear::StepLinear(const Tensor& weight, bool packed, StepWeightType type)
@@ -34,6 +36,13 @@ void StepLinear::apply_unit(int64_t m, const float* a, int64_t lda, int64_t u, f
   const int64_t cols = unit_cols(u);
   if (m <= 0 || cols <= 0) return;
   kernels_->apply_unit(w_, m, a, lda, u, cols, c, ldc);
+}
+
+void apply_all(const StepLinear& lin, int64_t m, const float* a, int64_t lda, float* c, int64_t ldc, bool accumulate) {
+  const int64_t U = lin.units();
+  const bool par = m > 1 && m * lin.out() * lin.in() > kParallelGrain * 32;
+#pragma omp parallel for schedule(static) if (par)
+  for (int64_t u = 0; u < U; ++u) lin.apply(m, a, lda, u, u + 1, c, ldc, accumulate);
 }
 
 }  // namespace attn::nn

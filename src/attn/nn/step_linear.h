@@ -57,4 +57,9 @@ private:
   const StepWeightKernels* kernels_ = &step_weight_kernels(StepWeightType::F32);
 };
 
+// c (+)= a W^T for rows i < m over all of lin's outputs, its units split
+// across threads when the product is large enough to share: a [m, lin.in()]
+// with row stride lda, c [m, lin.out()] with ldc.
+void apply_all(const StepLinear& lin, int64_t m, const float* a, int64_t lda, float* c, int64_t ldc, bool accumulate);
+
 }  // namespace attn::nn

@@ -22,14 +22,6 @@ int64_t row_chunk(int64_t B, int64_t Hd) {
 
 }  // namespace
 
-void apply_all(const nn::StepLinear& lin, int64_t m, const float* a, int64_t lda, float* c, int64_t ldc,
-               bool accumulate) {
-  const int64_t U = lin.units();
-  const bool par = m > 1 && m * lin.out() * lin.in() > kParallelGrain * 32;
-#pragma omp parallel for schedule(static) if (par)
-  for (int64_t u = 0; u < U; ++u) lin.apply(m, a, lda, u, u + 1, c, ldc, accumulate);
-}
-
 void cell_forward(const CellForward& f) {
   const int64_t B = f.B, Hd = f.Hd, G = gate_count(f.cell) * Hd;
   std::vector<float*> y(static_cast<size_t>(B)), next(static_cast<size_t>(B)), c(static_cast<size_t>(B));

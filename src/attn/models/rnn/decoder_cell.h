@@ -18,10 +18,7 @@ namespace attn::models::detail {
 
 inline int64_t gate_count(CellType cell) { return cell == CellType::Lstm ? 4 : 3; }
 
-// c (+)= a W^T for rows i < m over all of lin's outputs, its units split
-// across threads: a [m, lin.in()] with row stride lda, c [m, lin.out()] with ldc.
-void apply_all(const nn::StepLinear& lin, int64_t m, const float* a, int64_t lda, float* c, int64_t ldc,
-               bool accumulate);
+using nn::apply_all;  // (nn/step_linear.h) every fused loop's products through packed weights
 
 // One forward step of a layer: PyTorch's GRU / LSTM equations (kernels/rnn_gates.h).
 struct CellForward {

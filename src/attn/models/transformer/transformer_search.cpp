@@ -13,6 +13,8 @@
 #include "attn/autograd/node.h"
 #include "attn/autograd/ops.h"
 #include "attn/cpu/threading.h"
+#include "attn/kernels/activation.h"
+#include "attn/kernels/luong_rows.h"
 #include "attn/models/step_logits.h"
 #include "attn/models/step_packing.h"
 #include "attn/models/transformer/transformer.h"
@@ -21,37 +23,80 @@
 namespace attn::models {
 namespace {
 
+// One linear map of a decoder layer laid out for the search: a copy of the
+// weight (scaled where the step folds a constant in) and its bias.
+struct PreparedLinear {
+  Tensor w, b;  // [out, in], [out]
+  nn::StepLinear lin;
+};
+
+// rows [r0, r0 + n) of w (and b), times `scale`, as a PreparedLinear
+PreparedLinear prepare_rows(const Tensor& w, const Tensor& b, int64_t r0, int64_t n, float scale, bool packed) {
+  PreparedLinear p;
+  p.w = w.detach().narrow0(r0, n).clone();
+  p.b = b.defined() ? b.detach().narrow0(r0, n).clone() : Tensor::zeros({n});
+  for (float* x = p.w.data(), *e = x + p.w.numel(); x != e; ++x) *x *= scale;
+  for (float* x = p.b.data(), *e = x + p.b.numel(); x != e; ++x) *x *= scale;
+  p.lin = nn::StepLinear(p.w, packed);
+  return p;
+}
+
+// A decoder layer's maps. The queries' 1 / sqrt(hd) is folded into W_Q and its
+// bias, so the attention over the cache is a plain dot product.
+struct PreparedLayer {
+  PreparedLinear q_self, kv_self, out_self, q_cross, out_cross, ff1, ff2;
+};
+
 struct TransformerPrepared final : PreparedDecoder {
   const Transformer* model = nullptr;
+  std::vector<PreparedLayer> layers;
   Tensor w_y, b_y;  // [V, E] and [V] copies: valid while the model's parameters stay unchanged
   nn::StepLinear y;
 };
 
-std::string cache_name(const char* what, size_t l) { return std::string(what) + "." + std::to_string(l); }
-
-// softmax over a[0 .. n) in place (n >= 1)
-void softmax_in_place(float* a, int64_t n) {
-  float mx = a[0];
-  for (int64_t j = 1; j < n; ++j) mx = std::max(mx, a[j]);
-  float z = 0;
-  for (int64_t j = 0; j < n; ++j) z += (a[j] = std::exp(a[j] - mx));
-  const float inv = 1.0f / z;
-  for (int64_t j = 0; j < n; ++j) a[j] *= inv;
+PreparedLayer prepare_layer(const nn::TransformerDecoderLayer& d, int64_t E, int64_t H, bool packed) {
+  const float q_scale = 1.0f / std::sqrt(float(E / H));
+  const nn::MultiHeadAttention &sa = *d.self_attn, &ca = *d.multihead_attn;
+  PreparedLayer p;
+  p.q_self = prepare_rows(sa.in_proj_weight, sa.in_proj_bias, 0, E, q_scale, packed);
+  p.kv_self = prepare_rows(sa.in_proj_weight, sa.in_proj_bias, E, 2 * E, 1.0f, packed);
+  p.out_self = prepare_rows(sa.out_proj_weight, sa.out_proj_bias, 0, E, 1.0f, packed);
+  p.q_cross = prepare_rows(ca.in_proj_weight, ca.in_proj_bias, 0, E, q_scale, packed);
+  p.out_cross = prepare_rows(ca.out_proj_weight, ca.out_proj_bias, 0, E, 1.0f, packed);
+  p.ff1 = prepare_rows(d.linear1->weight, d.linear1->bias, 0, d.linear1->weight.size(0), 1.0f, packed);
+  p.ff2 = prepare_rows(d.linear2->weight, d.linear2->bias, 0, d.linear2->weight.size(0), 1.0f, packed);
+  return p;
 }
 
-// One head's attention for one query: q [hd] over keys / values [n, hd] (rows
-// contiguous) -> p [n] the weights, ctx [hd] their sum of values.
-void attend(const float* q, const float* keys, const float* values, int64_t n, int64_t hd, float* p, float* ctx) {
-  const float scale = 1.0f / std::sqrt(float(hd));
-  for (int64_t j = 0; j < n; ++j) {
-    float s = 0;
-    for (int64_t d = 0; d < hd; ++d) s += q[d] * keys[j * hd + d];
-    p[j] = s * scale;
+std::string cache_name(const char* what, size_t l) { return std::string(what) + "." + std::to_string(l); }
+
+// x [N, in] -> act(x W^T + b) [N, out] through the prepared weight (no BLAS
+// call: nothing re-packs W per step); act null: no activation.
+Tensor apply(const PreparedLinear& p, const Tensor& x, const kernels::activation::Kind* act = nullptr) {
+  const int64_t N = x.size(0), out = p.lin.out();
+  Tensor y = Tensor::empty({N, out});
+  nn::apply_all(p.lin, N, x.data(), x.size(1), y.data(), out, false);
+  if (act) {
+    kernels::activation::bias_act(*act, y.data(), y.data(), p.b.data(), N, out);
+    return y;
   }
-  softmax_in_place(p, n);
-  std::fill(ctx, ctx + hd, 0.0f);
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t d = 0; d < hd; ++d) ctx[d] += p[j] * values[j * hd + d];
+  const float* b = p.b.data();
+  for (int64_t i = 0; i < N; ++i) {
+    float* r = y.data() + i * out;
+#pragma omp simd
+    for (int64_t j = 0; j < out; ++j) r[j] += b[j];
+  }
+  return y;
+}
+
+// One head's attention for one query: q [hd] (already scaled) over keys /
+// values [n, hd] (rows contiguous) -> p [n] the weights, ctx [hd] their sum of
+// values (the vectorised row kernel Luong's dot score also uses).
+void attend(const float* q, const float* keys, const float* values, int64_t n, int64_t hd, float* p, float* ctx) {
+  models::luong_kernels::DotAttend a;
+  a.K = hd, a.Dv = hd, a.S = n, a.lo = 0, a.hi = n;
+  a.q = q, a.keys = keys, a.values = values, a.a = p, a.w = p, a.c = ctx;
+  models::luong_kernels::dot_attend(a);
 }
 
 class TransformerStepDecoder final : public StepDecoder {
@@ -68,9 +113,10 @@ public:
     const int64_t T = std::min(max_steps, m_.section().max_positions);
     DecoderState s(initial.rows(), std::max(initial.rows(), max_rows));
     for (int64_t l = 0; l < L_; ++l) {
-      s.add(cache_name("self_k", size_t(l)), {H_, T, hd_});
-      s.add(cache_name("self_v", size_t(l)), {H_, T, hd_});
+      s.add(cache_name("self_k", size_t(l)), {H_, T, hd_}, 1);
+      s.add(cache_name("self_v", size_t(l)), {H_, T, hd_}, 1);
     }
+    s.set_filled_steps(0);  // so a gather moves O(t) per row, not the whole cache
     return s;
   }
 
@@ -109,31 +155,31 @@ private:
 };
 
 Tensor TransformerStepDecoder::self_attention(int64_t l, const Tensor& h, DecoderState& state, int64_t t) {
-  const nn::MultiHeadAttention& a = *m_.decoder_stack().layers[size_t(l)]->self_attn;
+  const PreparedLayer& w = p_->layers[size_t(l)];
   const int64_t N = h.size(0), T = state.buffer(cache_name("self_k", size_t(l))).size(2);
-  Tensor qkv = linear(h, a.in_proj_weight, a.in_proj_bias);  // [N, 3E]: one GEMM
+  Tensor q = apply(w.q_self, h), kv = apply(w.kv_self, h);  // [N, E] (scaled), [N, 2E]
   float *K = state.data(cache_name("self_k", size_t(l))), *Vc = state.data(cache_name("self_v", size_t(l)));
   Tensor ctx = Tensor::empty({N, E_});
-  probs_.resize(size_t(N * H_ * std::max(S_, T)));
   const int64_t W = std::max(S_, T);
+  probs_.resize(size_t(N * H_ * W));
 #pragma omp parallel for collapse(2) if (parallel(N, t + 1))
   for (int64_t i = 0; i < N; ++i)
     for (int64_t hh = 0; hh < H_; ++hh) {
-      const float* row = qkv.data() + i * 3 * E_;
+      const float* row = kv.data() + i * 2 * E_;
       float* kc = K + (i * H_ + hh) * T * hd_;
       float* vc = Vc + (i * H_ + hh) * T * hd_;
-      std::memcpy(kc + t * hd_, row + E_ + hh * hd_, size_t(hd_) * sizeof(float));  // position t appended
-      std::memcpy(vc + t * hd_, row + 2 * E_ + hh * hd_, size_t(hd_) * sizeof(float));
-      attend(row + hh * hd_, kc, vc, t + 1, hd_, probs_.data() + (i * H_ + hh) * W, ctx.data() + i * E_ + hh * hd_);
+      std::memcpy(kc + t * hd_, row + hh * hd_, size_t(hd_) * sizeof(float));  // position t appended
+      std::memcpy(vc + t * hd_, row + E_ + hh * hd_, size_t(hd_) * sizeof(float));
+      attend(q.data() + i * E_ + hh * hd_, kc, vc, t + 1, hd_, probs_.data() + (i * H_ + hh) * W,
+             ctx.data() + i * E_ + hh * hd_);
     }
-  return linear(ctx, a.out_proj_weight, a.out_proj_bias);
+  return apply(w.out_self, ctx);
 }
 
 Tensor TransformerStepDecoder::cross_attention(int64_t l, const Tensor& h, const std::vector<int64_t>& rows) {
-  const nn::MultiHeadAttention& a = *m_.decoder_stack().layers[size_t(l)]->multihead_attn;
+  const PreparedLayer& w = p_->layers[size_t(l)];
   const int64_t N = h.size(0), W = S_;
-  const Tensor bq = a.in_proj_bias.defined() ? a.in_proj_bias.narrow0(0, E_) : Tensor();
-  Tensor q = linear(h, a.in_proj_weight.narrow0(0, E_), bq);  // [N, E]: W_Q only, the keys are the memory's
+  Tensor q = apply(w.q_cross, h);  // [N, E], scaled: W_Q only, the keys are the memory's
   const float* K = memory_.get(cache_name("cross_k", size_t(l))).data();
   const float* Vm = memory_.get(cache_name("cross_v", size_t(l))).data();
   Tensor ctx = Tensor::empty({N, E_});
@@ -156,15 +202,16 @@ Tensor TransformerStepDecoder::cross_attention(int64_t l, const Tensor& h, const
         for (int64_t j = 0; j < S_; ++j) m.data()[i * S_ + j] += w * p[j];
       }
   }
-  return linear(ctx, a.out_proj_weight, a.out_proj_bias);
+  return apply(w.out_cross, ctx);
 }
 
 Tensor TransformerStepDecoder::layer(int64_t l, const Tensor& x, DecoderState& state, const std::vector<int64_t>& rows,
                                      int64_t t) {
   const nn::TransformerDecoderLayer& d = *m_.decoder_stack().layers[size_t(l)];
-  auto ff = [&](const Tensor& in) {
-    return d.linear2->forward(linear_act(in, d.linear1->weight, d.linear1->bias, d.options.activation));
-  };
+  const PreparedLayer& w = p_->layers[size_t(l)];
+  const auto act = d.options.activation == Activation::GELU ? kernels::activation::Kind::GELU
+                                                            : kernels::activation::Kind::ReLU;
+  auto ff = [&](const Tensor& in) { return apply(w.ff2, apply(w.ff1, in, &act)); };
   if (d.options.norm_first) {
     Tensor h = add(x, self_attention(l, d.norm1->forward(x), state, t));
     h = add(h, cross_attention(l, d.norm2->forward(h), rows));
@@ -194,6 +241,7 @@ const StepTop& TransformerStepDecoder::step(const std::vector<int64_t>& rows, De
     for (int64_t d = 0; d < E_; ++d) x.data()[i * E_ + d] = scale * emb[prev[size_t(i)] * E_ + d] + pe[d];
   out_.attention = Tensor();
   for (int64_t l = 0; l < L_; ++l) x = layer(l, x, state, rows, t);
+  state.set_filled_steps(t + 1);
   if (m_.decoder_stack().norm) x = m_.decoder_stack().norm->forward(x);
   const bool par = num_threads() > 1 && N * E_ * V_ >= (int64_t(1) << 17);
   logits_.begin(N, k, par ? num_threads() : 1, out_);
@@ -211,10 +259,14 @@ const StepTop& TransformerStepDecoder::step(const std::vector<int64_t>& rows, De
 std::shared_ptr<const PreparedDecoder> prepare_transformer_decoder(const Transformer& model, int64_t max_rows) {
   auto p = std::make_shared<TransformerPrepared>();
   p->model = &model;
+  const bool packed = max_rows >= kPackRows;
+  const TransformerConfig& s = model.section();
+  for (const auto& d : model.decoder_stack().layers)
+    p->layers.push_back(prepare_layer(*d, model.config().embed, s.heads, packed));
   const Seq2SeqModel::OutputLayer o = model.output_layer();
   p->w_y = o.weight.detach().clone();
   p->b_y = o.bias.detach().clone();
-  p->y = nn::StepLinear(p->w_y, max_rows >= kPackRows);
+  p->y = nn::StepLinear(p->w_y, packed);
   return p;
 }
 

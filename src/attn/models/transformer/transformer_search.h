@@ -8,9 +8,12 @@
 // gathers): per layer l (0-based) "self_k.<l>" and "self_v.<l>" [M, H, T, hd],
 // the self-attention's keys and values of positions 0 .. t - 1. Step t embeds
 // the previous tokens [N, E] and runs every layer on the N rows only: the
-// projections are GEMMs over the rows (attn::linear, BLAS); self-attention
-// appends position t to the cache and attends over positions <= t (O(t) per
-// row and head); cross-attention reads the memory's "cross_k.<l>" /
+// projections and the feed-forward are products over the rows through weights
+// laid out once per model (nn::StepLinear, packed for kPackRows rows or more,
+// W_Q pre-scaled by 1 / sqrt(hd): no BLAS call re-packs a weight per step);
+// self-attention appends position t to the cache and attends over positions
+// <= t (O(t) per row and head, kernels/luong_rows.h's vectorised dot-product
+// row); a gather moves only the cache's filled positions; cross-attention reads the memory's "cross_k.<l>" /
 // "cross_v.<l>" [B, H, S, hd] of each row's sentence (the rows map: nothing of
 // the encoder is copied per beam); the vocabulary's top k through
 // models/step_logits.h. The attention map asked for (report_attention) is
@@ -24,7 +27,8 @@ namespace attn::models {
 
 class Transformer;
 
-// The output projection laid out once (nn::StepLinear, packed for kPackRows rows or more).
+// Every decoder layer's maps and the output projection laid out once (nn::StepLinear,
+// packed for kPackRows rows or more): copies, valid while the model's parameters stay unchanged.
 std::shared_ptr<const PreparedDecoder> prepare_transformer_decoder(const Transformer& model, int64_t max_rows);
 // A decoder over `memory` (encode()'s, B sentences); `prepared` from
 // prepare_transformer_decoder of the same model (std::invalid_argument otherwise).
