@@ -512,5 +512,30 @@ TEST(DecoderState, GatherMovesOnlyTheFilledPrefixOfATimeAxis) {
   EXPECT_THROW(s.add("bad", {2}, 1), std::invalid_argument);  // no axis 1 in [2]
 }
 
+// Growing a time axis keeps each row's filled positions where a reader looks
+// for them ([row, h, t, d] in the longer buffer) and leaves other buffers be.
+TEST(DecoderState, GrowingATimeAxisKeepsTheFilledPositions) {
+  const int64_t H = 2, T = 3, hd = 2;
+  models::DecoderState s(2, 3);
+  Tensor& k = s.add("k", {H, T, hd}, 1);
+  s.add("y", {1});
+  for (int64_t i = 0; i < k.numel(); ++i) k.data()[i] = float(i + 1);
+  const std::vector<float> before = k.to_vector();
+  s.set_filled_steps(2);
+  s.grow_time_axes(7);
+  ASSERT_EQ(s.buffer("k").shape(), Shape({3, H, 7, hd}));
+  EXPECT_EQ(s.buffer("y").shape(), Shape({3, 1}));
+  const float* g = s.buffer("k").data();
+  for (int64_t r = 0; r < 2; ++r)  // the live rows
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t = 0; t < 2; ++t)
+        for (int64_t d = 0; d < hd; ++d)
+          EXPECT_EQ(g[((r * H + h) * 7 + t) * hd + d], before[size_t(((r * H + h) * T + t) * hd + d)]);
+  s.grow_time_axes(5);  // never shrinks
+  EXPECT_EQ(s.buffer("k").size(2), 7);
+  s.gather({1, 1, 0});  // a gather after growing: the spare takes the new shape
+  EXPECT_EQ(s.live("k").to_vector()[0], before[size_t(H * T * hd)]);
+}
+
 }  // namespace
 }  // namespace attn::testing

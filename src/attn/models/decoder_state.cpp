@@ -92,6 +92,24 @@ void DecoderState::gather(const std::vector<int64_t>& from) {
   rows_ = n;
 }
 
+void DecoderState::grow_time_axes(int64_t len) {
+  for (const auto& [name, axis] : time_axis_) {
+    Tensor& buf = buffers_[name];
+    const int64_t T = buf.size(axis);
+    if (T >= len) continue;
+    Shape s = buf.shape();
+    s[axis] = len;
+    Tensor grown = Tensor::empty(s);
+    int64_t outer = 1, inner = 1;  // per row: outer x [T] x inner
+    for (int i = 1; i < axis; ++i) outer *= buf.size(i);
+    for (int i = axis + 1; i < buf.dim(); ++i) inner *= buf.size(i);
+    const int64_t n = (filled_steps_ < 0 ? T : std::min(filled_steps_, T)) * inner;
+    for (int64_t r = 0; r < rows_ * outer; ++r)
+      std::memcpy(grown.data() + r * len * inner, buf.data() + r * T * inner, size_t(n) * sizeof(float));
+    buf = grown;  // the spare is re-made at the next gather (its shape differs)
+  }
+}
+
 DecoderState DecoderState::live_view() const {
   DecoderState v(rows_, rows_);
   v.time_axis_ = time_axis_, v.filled_steps_ = filled_steps_;

@@ -64,6 +64,11 @@ public:
   // position n - 1 says so); default: the whole axis. What lies past them is
   // not moved by gather() and must not be read.
   void set_filled_steps(int64_t n) { filled_steps_ = n; }
+  // Every time axis shorter than `len` positions becomes `len` long, its
+  // filled positions (all of them when filled_steps() < 0) copied: a cache
+  // that starts short and doubles as a search runs on touches memory in
+  // proportion to the steps taken, not to the longest search allowed.
+  void grow_time_axes(int64_t len);
   int64_t filled_steps() const { return filled_steps_; }
   // Adds or replaces `name` by t [rows(), ...] as it is (no copy, autograd kept);
   // only in a state whose buffers hold exactly its rows. The first set() of

@@ -110,7 +110,8 @@ public:
   }
 
   DecoderState start(const DecoderState& initial, int64_t max_rows, int64_t max_steps) override {
-    const int64_t T = std::min(max_steps, m_.section().max_positions);
+    max_steps_ = std::min(max_steps, m_.section().max_positions);
+    const int64_t T = std::min(max_steps_, kFirstCacheSteps);  // grown by doubling as the search goes on
     DecoderState s(initial.rows(), std::max(initial.rows(), max_rows));
     for (int64_t l = 0; l < L_; ++l) {
       s.add(cache_name("self_k", size_t(l)), {H_, T, hd_}, 1);
@@ -149,6 +150,8 @@ private:
   detail::StepLogits logits_;
   StepTop out_;
   int64_t E_, H_, hd_, L_, V_, B_, S_;
+  static constexpr int64_t kFirstCacheSteps = 4;  // small, so that tests see the cache grow
+  int64_t max_steps_ = 0;                   // the longest search start() was told of (within max_positions)
   std::vector<int64_t> len_;                // [B] source lengths
   int64_t map_layer_ = -1, map_head_ = -1;  // the reported map: 0-based layer, head 1..H or 0 (mean)
   std::vector<float> probs_;                // [N, H, max(S, T)] scratch for the weights
@@ -230,10 +233,11 @@ const StepTop& TransformerStepDecoder::step(const std::vector<int64_t>& rows, De
   if (state.rows() != N || !state.has("self_k.0"))
     throw std::invalid_argument("transformer decoder step: a state of " + std::to_string(state.rows()) + " rows for " +
                                 std::to_string(N) + " (made by start()?)");
-  const int64_t T = state.buffer("self_k.0").size(2);
-  if (t < 0 || t >= T)
-    throw std::invalid_argument("transformer decoder step: t = " + std::to_string(t) + " outside the cache's [0, " +
-                                std::to_string(T) + ")");
+  if (t < 0 || t >= max_steps_)
+    throw std::invalid_argument("transformer decoder step: t = " + std::to_string(t) + " outside the search's [0, " +
+                                std::to_string(max_steps_) + ") (start()'s max_steps, at most max_positions)");
+  if (t >= state.buffer("self_k.0").size(2))
+    state.grow_time_axes(std::min(max_steps_, std::max(t + 1, 2 * state.buffer("self_k.0").size(2))));
   // x = sqrt(E) emb(prev) + PE(t)
   Tensor x = Tensor::empty({N, E_});
   const float scale = std::sqrt(float(E_)), *pe = m_.position_row(t), *emb = m_.target_embedding().weight.data();

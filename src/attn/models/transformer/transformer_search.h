@@ -5,8 +5,11 @@
 // S source length, E model size, H heads, hd = E / H, L decoder layers, V vocabulary.
 //
 // State (made once by start(), updated in place, reordered by the searches'
-// gathers): per layer l (0-based) "self_k.<l>" and "self_v.<l>" [M, H, T, hd],
-// the self-attention's keys and values of positions 0 .. t - 1. Step t embeds
+// gathers): per layer l (0-based) "self_k.<l>" and "self_v.<l>" [M, H, T', hd],
+// the self-attention's keys and values of positions 0 .. t - 1; T' starts at 4
+// and doubles when a step reaches it (up to T), so a search touches memory in
+// proportion to the steps it takes (a batch of 64 x beam 5 with room for 85
+// steps would be 334 MB of fresh pages per search otherwise). Step t embeds
 // the previous tokens [N, E] and runs every layer on the N rows only: the
 // projections and the feed-forward are products over the rows through weights
 // laid out once per model (nn::StepLinear, packed for kPackRows rows or more,
