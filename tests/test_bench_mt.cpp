@@ -149,6 +149,8 @@ TEST(TorchPeerBench, TransformerTrainAndDecodeRunBesideTheSameShapedPeer) {
     for (auto [it, end] = lines.equal_range(kind); it != end; ++it)
       for (const char* field : {"speedup", "fraction_of_sgemm_2048", "fraction_of_sgemm_shape"})
         EXPECT_GT(it->second.value(field, 0.0), 0.0) << field << " " << it->second.dump();
+  for (auto [it, end] = lines.equal_range("decode_rates/"); it != end; ++it)
+    EXPECT_GT(it->second.value("speedup_per_row_step", 0.0), 0.0) << it->second.dump();
 }
 
 }  // namespace

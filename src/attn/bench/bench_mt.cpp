@@ -19,11 +19,12 @@
 // Batch: `batch` sentences with source and target lengths 8 + (7 b mod 13)
 // (Multi30k-like, 8..20 pieces, 14.0 on average + EOS: 256 sentences are
 // ~3840 target tokens, the size of the recipe's 4096-token batches); ids drawn
-// from a fixed Rng. An untrained
-// model rarely emits EOS, so decoding runs the full length limit
-// (1.5 * source + 5 steps) on both sides: a per-step comparison. Searches
-// share the decoder weights prepared once (prepare_ms, reported apart), as
-// every search of `attn translate` does.
+// from a fixed Rng. An untrained model rarely emits EOS, so decoding runs to
+// the length limit: attn each sentence to its own (1.5 * its length + 5 steps),
+// the peer every row to the batch's (1.5 * the longest + 5, as fairseq's), the
+// same at batch 1; `row_steps` on both sides' lines says how much each ran.
+// Searches share the decoder weights prepared once (prepare_ms, reported
+// apart), as every search of `attn translate` does.
 #include <algorithm>
 #include <cmath>
 #include <optional>

@@ -26,9 +26,15 @@ void emit_rates(const nlohmann::json& attn_line, const std::vector<nlohmann::jso
   nlohmann::json j = {{"bench", attn_line.value("bench", "") + "_rates"}, {"model", attn_line.at("model")},
                       {"batch", attn_line.at("batch")}};
   if (attn_line.contains("beam")) j["beam"] = attn_line["beam"];
-  for (const nlohmann::json& p : peer_lines)
-    if (p.contains(per_s) && p.value("bench", "") == attn_line.value("bench", ""))
-      j["speedup"] = double(attn_line.at(per_s)) / double(p[per_s]);
+  for (const nlohmann::json& p : peer_lines) {
+    if (!p.contains(per_s) || p.value("bench", "") != attn_line.value("bench", "")) continue;
+    j["speedup"] = double(attn_line.at(per_s)) / double(p[per_s]);
+    // searches that ran different numbers of rows x steps (bench_mt.cpp: attn stops each
+    // sentence at its own length limit, the peer at the batch's): rows x steps per second
+    if (attn_line.contains("row_steps") && p.contains("row_steps"))
+      j["speedup_per_row_step"] = double(attn_line["row_steps"]) / double(attn_line.at("ms")) /
+                                  (double(p["row_steps"]) / double(p.at("ms")));
+  }
   j.update({{"gflops", gflops}, {"sgemm_2048_gflops", sgemm.square}, {"fraction_of_sgemm_2048", gflops / sgemm.square},
             {"sgemm_shape_gflops", sgemm.shape}, {"fraction_of_sgemm_shape", gflops / sgemm.shape}});
   emit(j);

@@ -31,7 +31,8 @@ struct SgemmRates {
 };
 
 // {"bench": "<attn_line's bench>_rates", model, batch, (beam), "speedup": attn's
-// `per_s` field / the peer's (absent when the peer printed none), "gflops",
+// `per_s` field / the peer's (absent when the peer printed none), for searches
+// "speedup_per_row_step" (decoder rows x steps per second, attn's / the peer's), "gflops",
 // "sgemm_2048_gflops", "fraction_of_sgemm_2048", "sgemm_shape_gflops",
 // "fraction_of_sgemm_shape"}; printed.
 void emit_rates(const nlohmann::json& attn_line, const std::vector<nlohmann::json>& peer_lines,
