@@ -9,6 +9,8 @@ A model passed here has
       is the batch [B, ...]; beam search repeats every one of them K times
   step(memory, state, prev [N]) -> (log-probabilities [N, V], state)
 """
+import resource
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -29,9 +31,22 @@ def parser(shapes):
     return p
 
 
+def rss_bytes():
+    """the resident set now (/proc/self/statm)"""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * resource.getpagesize()
+
+
+def peak_rss_bytes():
+    """the process's peak resident set so far (ru_maxrss, KiB on Linux)"""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
 def setup(a):
+    """threads and seed; call before building the model: training's memory is counted from here"""
     torch.set_num_threads(a.threads)  # it defaults to 1 thread on these machines
     torch.manual_seed(1)
+    a.rss_at_setup = rss_bytes()
 
 
 def encode_packed(rnn, emb, lengths):
@@ -127,7 +142,9 @@ def make_batch(B):
 def run(model, a):
     """train: forward + backward + clip_grad_norm_(1.0) + Adam step on one batch -> target tokens/s;
     decode: greedy (beam 1) or beam search for 1.5 * max source length + 5 steps -> sentences/s.
-    Prints one JSON line."""
+    Prints one JSON line. Memory, from the peak resident set (ru_maxrss): training's
+    peak_rss_delta_bytes counts from setup() (the model, gradients, Adam's moments, the steps);
+    decoding's peak_bytes_per_sent from the start of run() (the searches), per sentence."""
     src, lengths, tgt_in, tgt_out = make_batch(a.batch)
     record = {"impl": "torch", "version": torch.__version__, "model": a.model, "batch": a.batch}
     if a.mode == "train":
@@ -145,18 +162,23 @@ def run(model, a):
         ms = common.median_ms(step, a.repeats)
         common.emit({"bench": "train", **record, "threads": a.threads,
                      "params": sum(p.numel() for p in model.parameters()), "tgt_tokens": tokens, "step_ms": ms,
-                     "tgt_tokens_per_s": tokens / (ms / 1000)})
+                     "tgt_tokens_per_s": tokens / (ms / 1000), "max_rss_bytes": peak_rss_bytes(),
+                     "peak_rss_delta_bytes": peak_rss_bytes() - a.rss_at_setup})
     else:
         model.eval()
         max_len = int(1.5 * src.size(1)) + 5
+        rss_before = rss_bytes()
+        steps = []
 
         def search():
             if a.beam == 1:
-                greedy(model, src, lengths, max_len)
+                out = greedy(model, src, lengths, max_len)
             else:
-                beam(model, src, lengths, a.beam, max_len)
+                out = beam(model, src, lengths, a.beam, max_len)
+            steps[:] = [out.size(1)]  # every row of the batch runs every step
 
         reps = max(3, a.repeats // (1 if a.batch == 1 else 2))
         ms = common.median_ms(search, reps, warmup=1)
         common.emit({"bench": "decode", **record, "beam": a.beam, "threads": a.threads, "ms": ms,
-                     "sents_per_s": a.batch / (ms / 1000)})
+                     "sents_per_s": a.batch / (ms / 1000), "row_steps": a.batch * a.beam * steps[0],
+                     "peak_bytes_per_sent": (peak_rss_bytes() - rss_before) / a.batch})

@@ -52,17 +52,20 @@ std::vector<nlohmann::json> run_peer(const BenchOptions& opt, const std::string&
 // sgemm GFLOP/s at n = 1024, 2048 through attn's BLAS, beside (run_peers) the same
 // OpenBLAS with OPENBLAS_CORETYPE set explicitly to the CPU's best core, in a child process
 void bench_gemm(const BenchOptions& opt);
+// sgemm GFLOP/s through attn's BLAS, C [m, n] = A [m, k] B [k, n]: the median of
+// `repeats` calls after about `warmup_seconds` of calls
+double sgemm_gflops(int64_t m, int64_t n, int64_t k, int repeats, double warmup_seconds);
 void bench_gru(const BenchOptions& opt);
 // conv2d forward + backward per layer of the CNN encoder (batch 32, 64x64 images)
 // beside the same GEMMs alone (bench_conv.cpp); no peer
 void bench_conv(const BenchOptions& opt);    // GRU layer fwd+bwd, batch 64, hidden 512, len 30, vs torch
 void bench_attention(const BenchOptions& opt);  // SDPA fused/naive, MHA, additive step, vs torch
-// the model shapes of bench_mt_train / bench_mt_decode ("lean", "tutorial", "luong": bench_mt.cpp's
-// presets, each a model config and its PyTorch peer)
+// the model shapes of bench_mt_train / bench_mt_decode ("lean", "tutorial", "luong", "transformer":
+// bench_mt.cpp's presets, each a model config and its PyTorch peer)
 std::vector<std::string> mt_presets();
 // translation training step (fwd + bwd + clip + Adam): target tokens/s per shape (rnnsearch "lean",
-// "tutorial"; "luong"; bench_mt.cpp), vs torch
-void bench_mt_train(const BenchOptions& opt, const std::vector<std::string>& shapes, int64_t batch);
+// "tutorial"; "luong"; "transformer"; bench_mt.cpp) and batch size (sentences), vs torch
+void bench_mt_train(const BenchOptions& opt, const std::vector<std::string>& shapes, const std::vector<int64_t>& batches);
 // `attn serve` under load (bench_serve.cpp): what to serve and how long.
 struct ServeBenchOptions {
   std::string run;                  // run directory of a trained model (-m)

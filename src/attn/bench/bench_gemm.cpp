@@ -26,23 +26,29 @@ const char* best_core() { return cpu::blas_core_for(cpu::detected_isa()); }
 
 }  // namespace
 
+double sgemm_gflops(int64_t m, int64_t n, int64_t k, int repeats, double warmup_seconds) {
+  Rng rng(1);
+  Tensor a = randn({m, k}, rng), b = randn({k, n}, rng), c = Tensor::zeros({m, n});
+  // warm-up by time, not 2 calls: a fresh process's first products run at half
+  // speed for a while (measured: 89-232 GFLOP/s at n = 1024 after 2 calls or
+  // 0.3 s, 360-400 after 1 s; OpenBLAS's buffers, the clock ramping up)
+  const double flops = 2.0 * double(m) * double(n) * double(k);
+  const int warmup = int(warmup_seconds * 1e3 / (flops * 1e-6 / 300.0)) + 2;
+  const double ms = median_ms(
+      [&] { kernels::gemm(false, false, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n); }, repeats, warmup);
+  return flops / (ms * 1e6);
+}
+
 void bench_gemm(const BenchOptions& opt) {
   set_num_threads(opt.threads);
   const bool reference = std::getenv("ATTN_BENCH_GEMM_REFERENCE") != nullptr;
   nlohmann::json machine = machine_record();
   std::map<int, double> ours;
-  Rng rng(1);
   for (int n : {1024, 2048}) {
-    Tensor a = randn({n, n}, rng), b = randn({n, n}, rng), c = Tensor::zeros({n, n});
-    // warm-up of ~1 s, not 2 calls: a fresh process's first products run at
-    // half speed for a while (measured: 89-232 GFLOP/s at n = 1024 after 2 calls
-    // or 0.3 s, 360-400 after 1 s; OpenBLAS's buffers, the clock ramping up), and
-    // the reference, which runs second, would otherwise find the machine warm
-    const int warmup = int(1e3 / (2e-6 * double(n) * n * n / 300.0)) + 2;
-    double ms = median_ms(
-        [&] { kernels::gemm(false, false, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n); }, opt.repeats,
-        warmup);
-    double gflops = 2.0 * double(n) * n * n / (ms * 1e6);
+    // warm-up of ~1 s (sgemm_gflops says why): the reference, which runs second,
+    // would otherwise find the machine warm
+    const double gflops = sgemm_gflops(n, n, n, opt.repeats, 1.0);
+    const double ms = 2.0 * double(n) * n * n / (gflops * 1e6);
     ours[n] = gflops;
     nlohmann::json j = {{"bench", "sgemm"}, {"impl", reference ? "openblas-env" : "attn"}, {"n", n},
                         {"threads", opt.threads}, {"ms", ms}, {"gflops", gflops}};

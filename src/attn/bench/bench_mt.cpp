@@ -1,8 +1,10 @@
 // Translation benchmarks: training throughput (target tokens/s of forward +
 // backward + clipping + Adam on one batch) and decoding speed (sentences/s,
-// greedy and beam), for rnnsearch in two shapes and luong in one, vs the
-// PyTorch peers (bench/peers/torch_rnnsearch.py, torch_luong.py) on the same
-// shapes and lengths.
+// greedy and beam), for rnnsearch in two shapes, luong and the Transformer in
+// one, vs the PyTorch peers (bench/peers/torch_rnnsearch.py, torch_luong.py,
+// torch_transformer.py) on the same shapes and lengths. For the Transformer
+// also the arithmetic (mt_flops.h) as GFLOP/s and as a fraction of the sgemm
+// rate measured in the same run (mt_rates.h).
 //
 // Shapes ("model"):
 //   lean      rnnsearch: vocab 8000, embedding 256, bi-GRU 256, decoder GRU 512, attention 256,
@@ -11,18 +13,26 @@
 //   luong     luong: vocab 8000, embedding 256, bi-LSTM 256, decoder LSTM 512 (one layer each),
 //             general score, global window, input feeding, decoder_init mean (lean's hidden sizes;
 //             OpenNMT-py's default RNN decoder, 12.9M parameters)
+//   transformer configs/multi30k-transformer.yaml: joint vocab 8000 (tied_embeddings all), embed 256,
+//             3 + 3 layers, 4 heads, feed-forward 1024, relu, pre-norm, sinusoidal positions,
+//             dropout and attention_dropout 0.2 (7.6M parameters)
 // Batch: `batch` sentences with source and target lengths 8 + (7 b mod 13)
-// (Multi30k-like, 8..20 pieces); ids drawn from a fixed Rng. An untrained
-// model rarely emits EOS, so decoding runs the full length limit
-// (1.5 * source + 5 steps) on both sides: a per-step comparison. Searches
-// share the decoder weights prepared once (prepare_ms, reported apart), as
-// every search of `attn translate` does.
+// (Multi30k-like, 8..20 pieces, 14.0 on average + EOS: 256 sentences are
+// ~3840 target tokens, the size of the recipe's 4096-token batches); ids drawn
+// from a fixed Rng. An untrained model rarely emits EOS, so decoding runs to
+// the length limit: attn each sentence to its own (1.5 * its length + 5 steps),
+// the peer every row to the batch's (1.5 * the longest + 5, as fairseq's), the
+// same at batch 1; `row_steps` on both sides' lines says how much each ran.
+// Searches share the decoder weights prepared once (prepare_ms, reported
+// apart), as every search of `attn translate` does.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 #include "attn/autograd/node.h"
 #include "attn/bench/bench.h"
+#include "attn/bench/mt_rates.h"
 #include "attn/cpu/threading.h"
 #include "attn/decode/search.h"
 #include "attn/models/seq2seq.h"
@@ -55,6 +65,12 @@ const Preset kPresets[] = {
          "attention": 256, "score": "general", "window": "global", "decoder_init": "mean", "dropout": 0.2,
          "tied_embeddings": "none"})",
      "torch_luong.py"},
+    {"transformer",
+     R"({"type": "transformer", "src_vocab": 8000, "tgt_vocab": 8000, "embed": 256, "encoder_layers": 3,
+         "decoder_layers": 3, "heads": 4, "feed_forward": 1024, "activation": "relu", "norm": "pre",
+         "positions": "sinusoidal", "max_positions": 1024, "dropout": 0.2, "attention_dropout": 0.2,
+         "tied_embeddings": "all"})",
+     "torch_transformer.py"},
 };
 
 const Preset& preset(const std::string& name) {
@@ -69,6 +85,12 @@ models::ModelConfig shape(const std::string& name) { return models::model_config
 std::string peer_of(const std::string& name) { return preset(name).peer; }
 
 int64_t length_of(int64_t b) { return 8 + (7 * b) % 13; }
+
+std::vector<int64_t> lengths_of(int64_t batch) {
+  std::vector<int64_t> out;
+  for (int64_t b = 0; b < batch; ++b) out.push_back(length_of(b));
+  return out;
+}
 
 data::Seq2SeqBatch make_batch(int64_t B, int64_t vocab) {
   Rng rng(7);
@@ -106,39 +128,117 @@ std::vector<std::string> mt_presets() {
   return names;
 }
 
-void bench_mt_train(const BenchOptions& opt, const std::vector<std::string>& shapes, int64_t batch) {
-  set_num_threads(opt.threads);
-  for (const std::string& name : shapes) {
-    models::ModelConfig c = shape(name);
-    Rng init(1);
-    auto model = models::make_model(c, init, 2);
-    model->train(true);
-    train::Adam adam(model->named_parameters());
-    data::Seq2SeqBatch b = make_batch(batch, c.tgt_vocab);
-    int64_t tokens = 0;
-    for (const auto& t : b.targets) tokens += int64_t(t.size()) + 1;
-    models::LossOptions lo;
-    lo.label_smoothing = 0.1f;
-    const double ms = median_ms(
-        [&] {
-          adam.zero_grad();
-          Tensor loss = model->loss(b, lo);
-          backward(loss);
-          train::clip_grad_norm(adam.params(), 1.0);
-          adam.step();
-        },
-        opt.repeats);
-    emit({{"bench", "train"}, {"impl", "attn"}, {"model", name}, {"batch", batch}, {"threads", opt.threads},
-          {"params", model->num_parameters()}, {"tgt_tokens", tokens}, {"step_ms", ms},
-          {"tgt_tokens_per_s", double(tokens) / (ms / 1000.0)}, {"pool_peak_bytes", pool::stats().peak_bytes_in_use}});
-    if (opt.run_peers)
-      run_peer(opt, peer_of(name), "--mode train --model " + name + " --batch " + std::to_string(batch));
+namespace {
+
+// One training figure: a fresh model of shape `name` (the pool's peak counted
+// from its construction: weights, gradients, Adam's moments and the step's
+// activations), the median step over `batch` sentences.
+nlohmann::json train_line(const BenchOptions& opt, const std::string& name, int64_t batch) {
+  models::ModelConfig c = shape(name);
+  pool::reset_peak();
+  Rng init(1);
+  auto model = models::make_model(c, init, 2);
+  model->train(true);
+  train::Adam adam(model->named_parameters());
+  data::Seq2SeqBatch b = make_batch(batch, c.tgt_vocab);
+  int64_t tokens = 0;
+  for (const auto& t : b.targets) tokens += int64_t(t.size()) + 1;
+  models::LossOptions lo;
+  lo.label_smoothing = 0.1f;
+  const double ms = median_ms(
+      [&] {
+        adam.zero_grad();
+        Tensor loss = model->loss(b, lo);
+        backward(loss);
+        train::clip_grad_norm(adam.params(), 1.0);
+        adam.step();
+      },
+      opt.repeats);
+  nlohmann::json j = {{"bench", "train"}, {"impl", "attn"}, {"model", name}, {"batch", batch}, {"threads", opt.threads},
+                      {"params", model->num_parameters()}, {"tgt_tokens", tokens}, {"step_ms", ms},
+                      {"tgt_tokens_per_s", double(tokens) / (ms / 1000.0)},
+                      {"pool_peak_bytes", pool::stats().peak_bytes_in_use}, {"max_rss_bytes", rss_peak_bytes()}};
+  if (auto d = transformer_dims(c)) {
+    const double flops = transformer_train_flops(*d, lengths_of(batch));
+    j.update({{"flops", flops}, {"gflops", flops / (ms * 1e6)}});
   }
+  return j;
+}
+
+// One decoding figure: `batch` sentences searched with `beam` by `model` (its
+// decoder weights prepared once); the pool's peak over the searches beyond what
+// was in use before them, per sentence.
+nlohmann::json decode_line(const BenchOptions& opt, const std::string& name, const models::Seq2SeqModel& model,
+                           int64_t batch, int beam) {
+  const models::ModelConfig& c = model.config();
+  data::Seq2SeqBatch b = make_batch(batch, c.src_vocab);
+  decode::SearchOptions so;
+  so.beam = beam;
+  so.max_len_ratio = 1.5;
+  so.max_len_offset = 5;
+  so.alignments = false;
+  // as `attn translate` and translate_lines do: the decoder weights prepared once, then many searches
+  const double prepare_ms = median_ms([&] { so.prepared = model.prepare_decoder(batch * beam); }, 1, 0);
+  const size_t in_use = pool::stats().bytes_in_use;
+  pool::reset_peak();
+  int64_t tokens = 0;
+  std::vector<int64_t> steps;  // per sentence: the steps its rows ran (the longest hypothesis, EOS included)
+  const double ms = median_ms(
+      [&] {
+        auto r = decode::search(model, b.src, b.src_lengths, so);
+        tokens = 0;
+        steps.clear();
+        for (const auto& x : r) {
+          tokens += int64_t(x.hypotheses[0].tokens.size());
+          int64_t n = 0;
+          for (const auto& h : x.hypotheses) n = std::max(n, int64_t(h.tokens.size()) + int64_t(h.finished));
+          steps.push_back(n);
+        }
+      },
+      std::max(3, opt.repeats / (batch == 1 ? 1 : 2)), 1);
+  int64_t row_steps = 0;
+  for (int64_t n : steps) row_steps += n * beam;
+  nlohmann::json j = {{"bench", "decode"}, {"impl", "attn"}, {"model", name}, {"batch", batch}, {"beam", beam},
+                      {"threads", opt.threads}, {"ms", ms}, {"sents_per_s", double(batch) / (ms / 1000.0)},
+                      {"prepare_ms", prepare_ms}, {"tokens_out", tokens}, {"row_steps", row_steps},
+                      {"peak_bytes_per_sent", double(pool::stats().peak_bytes_in_use - in_use) / double(batch)}};
+  if (auto d = transformer_dims(c)) {
+    const double flops = transformer_search_flops(*d, lengths_of(batch), steps, beam);
+    j.update({{"flops", flops}, {"gflops", flops / (ms * 1e6)}});
+  }
+  return j;
+}
+
+// The sgemm rate at n = 2048, measured once per suite when a figure needs it
+double square_sgemm(std::optional<double>& rate, const BenchOptions& opt) {
+  if (!rate) rate = sgemm_line(2048, 2048, 2048, "square", opt);
+  return *rate;
+}
+
+}  // namespace
+
+void bench_mt_train(const BenchOptions& opt, const std::vector<std::string>& shapes, const std::vector<int64_t>& batches) {
+  set_num_threads(opt.threads);
+  std::optional<double> square;
+  for (const std::string& name : shapes)
+    for (int64_t batch : batches) {
+      const nlohmann::json j = train_line(opt, name, batch);
+      emit(j);
+      std::vector<nlohmann::json> peer;
+      if (opt.run_peers)
+        peer = run_peer(opt, peer_of(name), "--mode train --model " + name + " --batch " + std::to_string(batch));
+      if (!j.contains("flops")) continue;
+      const models::ModelConfig c = shape(name);
+      // the step's largest product: the output layer over the batch's target tokens
+      const double at_shape = sgemm_line(j["tgt_tokens"].get<int64_t>(), c.tgt_vocab, c.embed, "train output layer", opt);
+      emit_rates(j, peer, "tgt_tokens_per_s", {square_sgemm(square, opt), at_shape});
+    }
 }
 
 void bench_mt_decode(const BenchOptions& opt, const std::vector<std::string>& shapes, const std::vector<int64_t>& batches,
                      const std::vector<int>& beams) {
   set_num_threads(opt.threads);
+  std::optional<double> square;
   for (const std::string& name : shapes) {
     models::ModelConfig c = shape(name);
     Rng init(1);
@@ -146,29 +246,16 @@ void bench_mt_decode(const BenchOptions& opt, const std::vector<std::string>& sh
     model->train(false);
     for (int64_t batch : batches)
       for (int beam : beams) {
-        data::Seq2SeqBatch b = make_batch(batch, c.src_vocab);
-        decode::SearchOptions so;
-        so.beam = beam;
-        so.max_len_ratio = 1.5;
-        so.max_len_offset = 5;
-        so.alignments = false;
-        // as `attn translate` and translate_lines do: the decoder weights prepared once, then many searches
-        const double prepare_ms = median_ms([&] { so.prepared = model->prepare_decoder(batch * beam); }, 1, 0);
-        int64_t steps = 0;
-        const double ms = median_ms(
-            [&] {
-              auto r = decode::search(*model, b.src, b.src_lengths, so);
-              steps = 0;
-              for (const auto& x : r) steps += int64_t(x.hypotheses[0].tokens.size());
-            },
-            std::max(3, opt.repeats / (batch == 1 ? 1 : 2)), 1);
-        emit({{"bench", "decode"}, {"impl", "attn"}, {"model", name}, {"batch", batch}, {"beam", beam},
-              {"threads", opt.threads}, {"ms", ms}, {"sents_per_s", double(batch) / (ms / 1000.0)},
-              {"prepare_ms", prepare_ms},
-              {"tokens_out", steps}});
+        const nlohmann::json j = decode_line(opt, name, *model, batch, beam);
+        emit(j);
+        std::vector<nlohmann::json> peer;
         if (opt.run_peers)
-          run_peer(opt, peer_of(name), "--mode decode --model " + name + " --batch " + std::to_string(batch) +
-                                          " --beam " + std::to_string(beam));
+          peer = run_peer(opt, peer_of(name), "--mode decode --model " + name + " --batch " + std::to_string(batch) +
+                                                  " --beam " + std::to_string(beam));
+        if (!j.contains("flops")) continue;
+        // a step's largest product: the output layer over the batch's rows
+        const double at_shape = sgemm_line(batch * beam, c.tgt_vocab, c.embed, "decode output layer", opt);
+        emit_rates(j, peer, "sents_per_s", {square_sgemm(square, opt), at_shape});
       }
   }
 }

@@ -23,12 +23,12 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--serve-seconds", serve->seconds, "serve: seconds per run, at most")->capture_default_str();
   cmd->add_option("--serve-beam", serve->beam, "serve: the requests' beam size")->capture_default_str();
   auto shapes = std::make_shared<std::vector<std::string>>(std::vector<std::string>{"lean"});
-  auto batch = std::make_shared<int64_t>(64);
+  auto batches = std::make_shared<std::vector<int64_t>>(std::vector<int64_t>{64});
   auto dec_batches = std::make_shared<std::vector<int64_t>>(std::vector<int64_t>{1, 64});
   auto beams = std::make_shared<std::vector<int>>(std::vector<int>{1, 5});
-  cmd->add_option("--model", *shapes, "train/decode: model shapes, rnnsearch lean and/or tutorial, luong")
+  cmd->add_option("--model", *shapes, "train/decode: model shapes, rnnsearch lean and/or tutorial, luong, transformer")
       ->capture_default_str();
-  cmd->add_option("--batch", *batch, "train: sentences per batch")->capture_default_str();
+  cmd->add_option("--batch", *batches, "train: sentences per batch, one or more")->capture_default_str();
   cmd->add_option("--decode-batch", *dec_batches, "decode: batch sizes")->capture_default_str();
   cmd->add_option("--beam", *beams, "decode: beam sizes (1: greedy)")->capture_default_str();
   cmd->add_option("--threads", opt->threads, "threads for us and for the peer")->capture_default_str();
@@ -40,7 +40,7 @@ void add_bench_command(CLI::App& app) {
                   "folder of the peer scripts (default: " ATTN_PEERS_FROM_BIN
                   " beside the attn command when installed, else the source tree's bench/peers)");
   cmd->add_flag("--print-peer-dir", *print_peer_dir, "print the folder of the peer scripts that would run, and exit");
-  cmd->callback([opt, suites, shapes, batch, dec_batches, beams, peer_dir, print_peer_dir, serve] {
+  cmd->callback([opt, suites, shapes, batches, dec_batches, beams, peer_dir, print_peer_dir, serve] {
     if (*print_peer_dir) {
       std::cout << bench::find_peer_dir(*peer_dir) << "\n";
       return;
@@ -63,7 +63,7 @@ void add_bench_command(CLI::App& app) {
     if (run("gemm")) bench::bench_gemm(*opt);
     if (run("gru")) bench::bench_gru(*opt);
     if (run("attention")) bench::bench_attention(*opt);
-    if (run("train")) bench::bench_mt_train(*opt, *shapes, *batch);
+    if (run("train")) bench::bench_mt_train(*opt, *shapes, *batches);
     if (run("decode")) bench::bench_mt_decode(*opt, *shapes, *dec_batches, *beams);
     if (run("conv")) bench::bench_conv(*opt);
     if (want.count("serve")) bench::bench_serve(*opt, *serve);  // only when named: it needs a trained model
