@@ -162,6 +162,10 @@ struct LiveServer {
   std::thread thread;
 };
 
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
 // `attn serve` as a child process with its stderr on a pipe.
 struct ServeProcess {
   // `attn serve ARGS...`
@@ -253,10 +257,6 @@ inline double metric(const std::string& text, const std::string& name_and_labels
     if (line.rfind(name_and_labels + " ", 0) == 0) return std::stod(line.substr(name_and_labels.size() + 1));
   return -1;
 }
-
-using Clock = std::chrono::steady_clock;
-
-inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // A TCP connection to 127.0.0.1:port, or -1 (errno says why).
 inline int connect_to(int port) {

@@ -25,17 +25,6 @@ const std::vector<std::string> kCross = {"cross.layer3.mean", "cross.layer1.head
                                          "cross.layer1.mean", "cross.layer2.head1", "cross.layer2.head2",
                                          "cross.layer2.mean", "cross.layer3.head1", "cross.layer3.head2"};
 
-// The message of the std::invalid_argument `f` throws ("" when it throws none).
-template <class F>
-std::string error_of(F f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(AttentionMapNames, LayeredNamesParseBack) {
   EXPECT_EQ(models::layered_map_name("cross", 3, 2), "cross.layer3.head2");
   EXPECT_EQ(models::layered_map_name("self", 1, 0), "self.layer1.mean");
@@ -66,16 +55,16 @@ TEST(AttentionMapNames, ChooseByLayerAndHead) {
   EXPECT_EQ(choose({.head = "1"}), "cross.layer3.head1");
   EXPECT_EQ(choose({.layer = 2, .head = "mean"}), "cross.layer2.mean");
   const std::string ranges = "the model has layers 1-3 and heads 1-2 or mean (cross-attention)";
-  EXPECT_EQ(error_of([&] { choose({.layer = 4}); }), "--layer 4: outside the range; " + ranges);
-  EXPECT_EQ(error_of([&] { choose({.layer = 1, .head = "3"}); }), "--head 3: outside the range; " + ranges);
-  EXPECT_EQ(error_of([&] { choose({.head = "first"}); }), "--head \"first\": expects a head number (1, 2, ...) or mean");
-  EXPECT_EQ(error_of([&] { choose({.name = "cross.layer1.mean", .layer = 1}); }),
+  EXPECT_EQ(invalid_argument_of([&] { choose({.layer = 4}); }), "--layer 4: outside the range; " + ranges);
+  EXPECT_EQ(invalid_argument_of([&] { choose({.layer = 1, .head = "3"}); }), "--head 3: outside the range; " + ranges);
+  EXPECT_EQ(invalid_argument_of([&] { choose({.head = "first"}); }), "--head \"first\": expects a head number (1, 2, ...) or mean");
+  EXPECT_EQ(invalid_argument_of([&] { choose({.name = "cross.layer1.mean", .layer = 1}); }),
             "--attention-map and --layer / --head: give a map by name or by layer and head, not both");
-  EXPECT_EQ(error_of([] { models::choose_map({"attention"}, {.layer = 1}, "attention map"); }),
+  EXPECT_EQ(invalid_argument_of([] { models::choose_map({"attention"}, {.layer = 1}, "attention map"); }),
             "--layer / --head: the model's attention maps have no layers or heads (its maps: attention)");
-  EXPECT_EQ(error_of([] { models::choose_map({"self.layer1.mean"}, {.layer = 2}, "encoder attention map", "--self-"); }),
+  EXPECT_EQ(invalid_argument_of([] { models::choose_map({"self.layer1.mean"}, {.layer = 2}, "encoder attention map", "--self-"); }),
             "--self-layer 2: outside the range; the model has layers 1-1 and heads 1-0 or mean (encoder self-attention)");
-  EXPECT_EQ(error_of([&] { choose({.name = "cross.layer9.mean"}); }).rfind("unknown attention map \"cross.layer9.mean\"", 0),
+  EXPECT_EQ(invalid_argument_of([&] { choose({.name = "cross.layer9.mean"}); }).rfind("unknown attention map \"cross.layer9.mean\"", 0),
             0u);
 }
 
@@ -97,6 +86,10 @@ const decode::TranslationModel& transformer() {
 // zeros past it, a layer's mean the mean of its heads, and a sentence's map the
 // same alone and padded in a batch beside a longer one.
 TEST(EncoderAttention, RowsAreDistributionsAndPaddingChangesNothing) {
+  // an RNN model has none (trained first, if it is not yet: not under the NoGradGuard below)
+  EXPECT_TRUE(serve_toy_model().model->encoder_attention_maps().empty());
+  EXPECT_EQ(invalid_argument_of([] { models::resolve_encoder_map(*serve_toy_model().model, ""); }),
+            "the model (rnnsearch) has no encoder self-attention maps");
   const models::Seq2SeqModel& m = *transformer().model;
   EXPECT_EQ(m.encoder_attention_maps().front(), "self.layer2.mean");
   NoGradGuard no_grad;
@@ -126,13 +119,9 @@ TEST(EncoderAttention, RowsAreDistributionsAndPaddingChangesNothing) {
   const Tensor h1 = m.encoder_attention(alone, {La}, "self.layer1.head1");
   const Tensor h2 = m.encoder_attention(alone, {La}, "self.layer1.head2");
   for (int64_t k = 0; k < mean.numel(); ++k) EXPECT_NEAR(mean.data()[k], (h1.data()[k] + h2.data()[k]) / 2, 1e-6);
-  EXPECT_EQ(error_of([&] { m.encoder_attention(alone, {La}, "self.layer3.mean"); }).rfind(
+  EXPECT_EQ(invalid_argument_of([&] { m.encoder_attention(alone, {La}, "self.layer3.mean"); }).rfind(
                 "unknown encoder attention map \"self.layer3.mean\"", 0),
             0u);
-  // an RNN model has none
-  EXPECT_TRUE(serve_toy_model().model->encoder_attention_maps().empty());
-  EXPECT_EQ(error_of([] { models::resolve_encoder_map(*serve_toy_model().model, ""); }),
-            "the model (rnnsearch) has no encoder self-attention maps");
 }
 
 // attn explain --layer / --head is --attention-map by name; the JSON names the
