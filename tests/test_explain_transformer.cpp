@@ -172,6 +172,41 @@ TEST(ExplainTransformer, CommandByLayerAndHead) {
   EXPECT_NE(r.err.find("the model (rnnsearch) has no encoder self-attention maps"), std::string::npos) << r.err;
 }
 
+// --words: the self-attention over words, a word's row the mean of its pieces'
+// rows and a word's column the sum of its pieces' columns (rows still sum to 1).
+TEST(ExplainTransformer, WordsMergeTheSelfAttention) {
+  const std::string text = data::reversal_corpus(1, 64).src[0] + " zebra";  // an unseen word: several pieces
+  decode::ExplainOptions o;
+  const json pieces = decode::explain_text(transformer(), text, o);
+  o.words = true;
+  const json words = decode::explain_text(transformer(), text, o);
+  const auto src = pieces["src_tokens"].get<std::vector<std::string>>();
+  std::vector<size_t> word_of;  // piece -> word: a piece starting with U+2581 starts a word
+  for (size_t i = 0; i < src.size(); ++i) {
+    const bool starts_word = src[i].rfind("\xE2\x96\x81", 0) == 0;
+    word_of.push_back(i == 0 ? 0 : word_of.back() + (starts_word ? 1 : 0));
+  }
+  const size_t W = word_of.back() + 1;
+  ASSERT_LT(W, src.size()) << "no word of several pieces: the merge is not exercised";
+  ASSERT_EQ(words["src_tokens"].size(), W);
+  std::vector<double> want(W * W, 0.0), count(W, 0.0);
+  for (size_t i = 0; i < src.size(); ++i) count[word_of[i]] += 1;
+  for (size_t i = 0; i < src.size(); ++i)
+    for (size_t j = 0; j < src.size(); ++j)
+      want[word_of[i] * W + word_of[j]] += pieces["self_attention"]["weights"][i][j].get<double>() / count[word_of[i]];
+  const json& got = words["self_attention"]["weights"];
+  ASSERT_EQ(got.size(), W);
+  for (size_t r = 0; r < W; ++r) {
+    double sum = 0;
+    for (size_t c = 0; c < W; ++c) {
+      EXPECT_NEAR(got[r][c].get<double>(), want[r * W + c], 1e-6) << r << "," << c;
+      sum += got[r][c].get<double>();
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+  }
+  EXPECT_EQ(words["self_attention"]["map"], pieces["self_attention"]["map"]);
+}
+
 // attn translate --alignments soft --layer L --head H: the alignments of that map.
 TEST(ExplainTransformer, TranslateAlignmentsByLayerAndHead) {
   TempDir dir("translate_transformer");
