@@ -7,6 +7,9 @@
 // A captioning run (an image model) is explained over its grid: the inputs are
 // image files (arguments, or one path per line of -i / stdin), each step shows
 // the scores and weights as the G x G grid the seed's Figures 10-14 draw.
+// A Transformer's maps are chosen by layer and head too (--layer, --head), and
+// its encoder's self-attention (source x source) is in the JSON's
+// "self_attention" and drawn by --self-heatmap (--self-layer, --self-head).
 #include <iostream>
 
 #include "attn/cli/commands.h"

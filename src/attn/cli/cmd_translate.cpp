@@ -20,10 +20,11 @@
 //   --attention-stats FILE  also one JSON line in FILE: the best hypotheses' attention
 //                      entropy and copy alignment (decode/attention_stats.h)
 //   --attention-map NAME  the map that --alignments, --attention-stats and --heatmaps show (default:
-//                      the model's own; an unknown name stops the command, exit 1, listing the maps)
+//                      the model's own; an unknown name stops the command, exit 1, listing the maps);
+//                      --layer L / --head H|mean name it by position (a Transformer's maps)
 //   --heatmaps DIR     also DIR/0001.png, DIR/0002.png, ... (numbered by input line, 1-based;
 //                      none for an empty line): the best hypothesis's attention drawn by
-//                      viz/heatmap.h, --heatmap-format png|svg|pdf|html, --heatmap-colors grey|viridis
+//                      viz/heatmap.h, titled by the map, --heatmap-format png|svg|pdf|html, --heatmap-colors grey|viridis
 // An empty input line gives an empty output line.
 #include <cstdio>
 #include <fstream>
