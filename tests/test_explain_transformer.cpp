@@ -155,6 +155,11 @@ TEST(ExplainTransformer, CommandByLayerAndHead) {
   for (size_t at = svg.find("class=\"cell\""); at != std::string::npos; at = svg.find("class=\"cell\"", at + 1)) ++cells;
   EXPECT_EQ(cells, S * S);
 
+  const CommandResult table = run_attn("explain -m " + serve_transformer_run() + " --threads 1 --head 1", d, text);
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_NE(table.out.find("\nattention map: cross.layer2.head1 (encoder self-attention: self.layer2.mean,"),
+            std::string::npos)
+      << table.out;
   CommandResult r = run_attn("explain" + model + " --layer 3", d, text);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("--layer 3: outside the range; the model has layers 1-2 and heads 1-2 or mean (cross-attention)"),
