@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (data[0] & 1) {
       nlohmann::json r = serve::parse_explain_request(body, limits);
       if (!r.contains("text") || !r.contains("beam") || !r.contains("top_k") || !r.contains("words") ||
-          !r.contains("attention_map"))
+          !r.contains("attention_map") || !r.contains("self_attention_map"))
         std::abort();
     } else {
       serve::TranslateRequest r = serve::parse_translate_request(body, limits);

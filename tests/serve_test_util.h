@@ -9,7 +9,9 @@
 #include <sys/socket.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -68,6 +70,26 @@ inline const std::string& serve_toy_run() {
         write_toy(tmp, "valid", 50, 22);
         train::TrainConfig cfg = train::parse_train_config(
             toy_config(tmp, tmp + "/run", "  max_epochs: 5\n  valid_every: 0\n  log_every: 1000\n  threads: 1\n"));
+        train::RunOptions quiet;
+        quiet.print = [](const std::string&) {};
+        train::train_translation(cfg, quiet);
+        return tmp + "/run";
+      });
+  return run;
+}
+
+// The run directory of a tiny Transformer (toy_run.h's kToyTransformer: 2 + 2
+// layers of 2 heads) trained on the reversal task (3 epochs of 2000 pairs, one
+// thread, seeded): ATTN_BINARY_DIR/serve_transformer_run. Its maps have layers
+// and heads; what it translates is not checked, only how.
+inline const std::string& serve_transformer_run() {
+  static const std::string run =
+      make_once(std::string(ATTN_BINARY_DIR) + "/serve_transformer_run", "model.safetensors", [](const std::string& tmp) {
+        write_toy(tmp, "train", 2000, 23);
+        write_toy(tmp, "valid", 50, 24);
+        train::TrainConfig cfg = train::parse_train_config(
+            toy_config(tmp, tmp + "/run", "  max_epochs: 3\n  valid_every: 0\n  log_every: 1000\n  threads: 1\n", "",
+                       kToyTransformer));
         train::RunOptions quiet;
         quiet.print = [](const std::string&) {};
         train::train_translation(cfg, quiet);
@@ -140,6 +162,69 @@ struct LiveServer {
   std::thread thread;
 };
 
+using Clock = std::chrono::steady_clock;
+
+inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// `attn serve` as a child process with its stderr on a pipe.
+struct ServeProcess {
+  // `attn serve ARGS...`
+  explicit ServeProcess(const std::vector<std::string>& args) {
+    int p[2];
+    if (::pipe(p) != 0) throw std::runtime_error("pipe");
+    pid = ::fork();
+    if (pid == 0) {
+      ::dup2(p[1], 2);
+      ::close(p[0]);
+      ::close(p[1]);
+      std::vector<std::string> all = {std::string(ATTN_BINARY_DIR) + "/attn", "serve"};
+      all.insert(all.end(), args.begin(), args.end());
+      std::vector<char*> argv;
+      for (auto& a : all) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    ::close(p[1]);
+    err = ::fdopen(p[0], "r");
+  }
+  ~ServeProcess() {
+    if (pid > 0 && ::waitpid(pid, nullptr, WNOHANG) == 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    if (err) std::fclose(err);
+  }
+  // The next line of the child's stderr ("" at its end).
+  std::string line() {
+    char buf[1024];
+    return std::fgets(buf, sizeof buf, err) ? std::string(buf) : std::string();
+  }
+  // The exit status within `timeout_s`, or -1.
+  int wait_exit(double timeout_s) {
+    const auto t0 = Clock::now();
+    while (seconds_since(t0) < timeout_s) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;
+  }
+  pid_t pid = -1;
+  FILE* err = nullptr;
+};
+
+// The port from the child's first line, "attn serve: listening on http://127.0.0.1:PORT", or -1.
+inline int listening_port(ServeProcess& p) {
+  const std::string first = p.line();
+  const std::string prefix = "attn serve: listening on http://127.0.0.1:";
+  EXPECT_EQ(first.rfind(prefix, 0), 0u) << first;
+  return first.rfind(prefix, 0) == 0 ? std::stoi(first.substr(prefix.size())) : -1;
+}
+
 // A gate a test's explain function waits at, holding the decoding worker
 // until the test opens it; open() may be called more than once.
 class WorkerGate {
@@ -172,10 +257,6 @@ inline double metric(const std::string& text, const std::string& name_and_labels
     if (line.rfind(name_and_labels + " ", 0) == 0) return std::stod(line.substr(name_and_labels.size() + 1));
   return -1;
 }
-
-using Clock = std::chrono::steady_clock;
-
-inline double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // A TCP connection to 127.0.0.1:port, or -1 (errno says why).
 inline int connect_to(int port) {

@@ -168,9 +168,14 @@ TEST(AttentionMaps, ExplainShowsTheNamedMap) {
   const decode::TranslationModel& tm = two_map_model();
   decode::ExplainOptions o;
   const json plain = decode::explain_text(serve_toy_model(), kTexts[0], o);
-  EXPECT_EQ(decode::explain_text(tm, kTexts[0], o), plain);  // the default, "a", with its internals
+  json by_default = decode::explain_text(tm, kTexts[0], o);
+  EXPECT_EQ(plain.at("attention_map"), models::kAttentionMap);  // every explanation names its map
+  EXPECT_EQ(by_default.at("attention_map"), "a");
+  by_default["attention_map"] = models::kAttentionMap;
+  EXPECT_EQ(by_default, plain);  // the default, "a", with its internals
   o.attention_map = "b";
   const json b = decode::explain_text(tm, kTexts[0], o);
+  EXPECT_EQ(b.at("attention_map"), "b");
   const size_t L = b.at("src_tokens").size();
   ASSERT_EQ(b.at("steps").size(), plain.at("steps").size());
   for (size_t t = 0; t < b.at("steps").size(); ++t) {

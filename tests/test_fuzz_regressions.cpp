@@ -20,16 +20,7 @@
 namespace attn {
 namespace {
 
-// The message of the std::invalid_argument `f` throws, or "" when it returns.
-template <class F>
-std::string invalid_argument_of(F f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "";
-}
+using attn::testing::invalid_argument_of;
 
 // Found by fuzz_serve_request: a body holding a number beyond a double
 // (nlohmann throws out_of_range, not parse_error) escaped the request parser

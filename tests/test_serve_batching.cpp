@@ -261,18 +261,19 @@ TEST(ServeBatching, ExplainRouteValidatesAndRunsOnTheWorker) {
   auto r = post_json(*c, "/v1/explain", R"({"text": "red cat ."})");
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
-  // every field present, the attention map resolved to the model's own
+  // every field present, the attention map resolved to the model's own (and no encoder map: an RNN has none)
   EXPECT_EQ(json::parse(r->body)["echo"], (json{{"text", "red cat ."}, {"beam", 1}, {"top_k", 5}, {"words", false},
-                                                {"attention_map", "attention"}}));
+                                                {"attention_map", "attention"}, {"self_attention_map", ""}}));
   r = post_json(*c, "/v1/explain", R"({"text": "red cat .", "beam": 4, "top_k": 20, "words": true})");
   ASSERT_TRUE(r);
   EXPECT_EQ(json::parse(r->body)["echo"], (json{{"text", "red cat ."}, {"beam", 4}, {"top_k", 20}, {"words", true},
-                                                {"attention_map", "attention"}}));
+                                                {"attention_map", "attention"}, {"self_attention_map", ""}}));
   const std::vector<std::pair<std::string, std::string>> bad = {
       {R"({"text": "a", "top_k": 0})", "top_k"},   {R"({"text": "a", "top_k": 21})", "top_k"},
       {R"({"text": "a", "words": "yes"})", "words"}, {R"({"text": "a", "beam": 0})", "beam"},
       {R"({"text": "a", "steps": 3})", "steps"},     {R"({"text": "  "})", "text"},
       {R"({"texts": ["a"]})", "text"},               {R"({"text": "a", "attention_map": "b"})", "attention_map"},
+      {R"({"text": "a", "self_attention_map": "self.layer1.mean"})", "self_attention_map"},
       {R"({"text": "boom"})", "text"}};
   for (const auto& [body, field] : bad) {
     r = post_json(*c, "/v1/explain", body);

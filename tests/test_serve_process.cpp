@@ -26,56 +26,6 @@ namespace attn::testing {
 namespace {
 
 using nlohmann::json;
-// `attn serve` as a child process with its stderr on a pipe.
-struct ServeProcess {
-  explicit ServeProcess(const std::vector<std::string>& args) {
-    int p[2];
-    if (::pipe(p) != 0) throw std::runtime_error("pipe");
-    pid = ::fork();
-    if (pid == 0) {
-      ::dup2(p[1], 2);
-      ::close(p[0]);
-      ::close(p[1]);
-      std::vector<std::string> all = {std::string(ATTN_BINARY_DIR) + "/attn", "serve"};
-      all.insert(all.end(), args.begin(), args.end());
-      std::vector<char*> argv;
-      for (auto& a : all) argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-    ::close(p[1]);
-    err = ::fdopen(p[0], "r");
-  }
-  ~ServeProcess() {
-    if (pid > 0 && ::waitpid(pid, nullptr, WNOHANG) == 0) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-    if (err) std::fclose(err);
-  }
-  // The next line of the child's stderr ("" at its end).
-  std::string line() {
-    char buf[1024];
-    return std::fgets(buf, sizeof buf, err) ? std::string(buf) : std::string();
-  }
-  // The exit status within `timeout_s`, or -1.
-  int wait_exit(double timeout_s) {
-    const auto t0 = Clock::now();
-    while (seconds_since(t0) < timeout_s) {
-      int status = 0;
-      if (::waitpid(pid, &status, WNOHANG) == pid) {
-        pid = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return -1;
-  }
-  pid_t pid = -1;
-  FILE* err = nullptr;
-};
-
 TEST(ServeProcess, SigtermAnswersInFlightRequestsThenExitsZero) {
   // batches wait up to 3 s for more sentences: the requests below are in
   // flight (queued) when SIGTERM arrives, and still unanswered 0.1 s after it
@@ -184,14 +134,6 @@ TEST(ServeProcess, ExplainRouteIsAttnExplain) {
   }
   ::kill(p.pid, SIGTERM);
   EXPECT_EQ(p.wait_exit(30), 0);
-}
-
-// The port from the child's first line, "attn serve: listening on http://127.0.0.1:PORT", or -1.
-int listening_port(ServeProcess& p) {
-  const std::string first = p.line();
-  const std::string prefix = "attn serve: listening on http://127.0.0.1:";
-  EXPECT_EQ(first.rfind(prefix, 0), 0u) << first;
-  return first.rfind(prefix, 0) == 0 ? std::stoi(first.substr(prefix.size())) : -1;
 }
 
 // A second server on a port in use exits 1 saying so. httplib's default socket

@@ -25,6 +25,17 @@ constexpr const char* kToyRnnSearch =
     "  attention: 32\n"
     "  readout: 32\n";
 
+// A tiny Transformer (2 + 2 layers of 2 heads): its maps have layers and heads.
+constexpr const char* kToyTransformer =
+    "  type: transformer\n"
+    "  embed: 32\n"
+    "  encoder_layers: 2\n"
+    "  decoder_layers: 2\n"
+    "  heads: 2\n"
+    "  feed_forward: 64\n"
+    "  max_positions: 64\n"
+    "  dropout: 0\n";
+
 // YAML of a run on dir/{train,valid}.{en,fr} into `out`: a vocabulary of 80
 // pieces, the model `model` + model_extra, and train options out_dir,
 // max_tokens 800, lr 0.003, lr_patience 2 + train_extra.

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,17 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
   std::string path;
 };
+
+// The message of the std::invalid_argument `f` throws, or "" when it returns.
+template <class F>
+std::string invalid_argument_of(F f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
 
 inline std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

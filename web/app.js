@@ -124,8 +124,12 @@ function showErrors(errors, box = $('error')) {
 // ---- translating ----
 
 // The map the select `selectId` names, or null when its field `fieldId` is
-// hidden (a model of one map: requests then leave the choice to the server).
+// hidden (a model of one map: requests then leave the choice to the server);
+// for a model whose maps have layers and heads, the layer and head selects'
+// map (maps.js).
 function chosenMap(fieldId, selectId) {
+  const layered = fieldId === 'map-field' ? chosenLayeredMap() : undefined;
+  if (layered !== undefined) return layered;
   return $(fieldId).hidden ? null : $(selectId).value;
 }
 
@@ -163,7 +167,7 @@ async function translate(event) {
   setBusy(true);
   const [tr, ex] = await Promise.allSettled([
     postJson('/v1/translate', withMap({ text, beam, alignments: true }, map)),
-    postJson('/v1/explain', withMap({ text, beam, top_k: 5, words: $('explain-words').checked }, map)),
+    postJson('/v1/explain', withSelfMap(withMap({ text, beam, top_k: 5, words: $('explain-words').checked }, map))),
   ]);
   if (id !== state.requestId) return;
   setBusy(false);
@@ -173,6 +177,7 @@ async function translate(event) {
   const errors = [];
   if (tr.status === 'fulfilled') showTranslation(tr.value, beam); else { errors.push({ what: 'Translate', error: tr.reason }); showTranslation(null); }
   if (ex.status === 'fulfilled') showExplanation(ex.value); else { errors.push({ what: 'Explain', error: ex.reason }); showExplanation(null); }
+  showHeatmapTitle(ex.status === 'fulfilled' ? ex.value.attention_map : map);
   showErrors(errors);
   document.body.dataset.status = errors.length ? 'error' : 'done';
 }
@@ -183,8 +188,8 @@ async function reexplain() {
   const id = ++state.requestId;
   setBusy(true);
   try {
-    const ex = await postJson('/v1/explain', withMap({ text: state.text, beam: state.beam, top_k: 5,
-                                                      words: $('explain-words').checked }, state.attentionMap));
+    const ex = await postJson('/v1/explain', withSelfMap(withMap({ text: state.text, beam: state.beam, top_k: 5,
+                                                                  words: $('explain-words').checked }, state.attentionMap)));
     if (id !== state.requestId) return;
     showExplanation(ex);
     showErrors([]);
@@ -235,28 +240,39 @@ function drawHeatmap(answer) {
   showRowSummary();
   resetReadout();
   if (!answer || !Array.isArray(answer.weights)) return;
-  const head = el('tr', {}, [el('th', { class: 'corner', scope: 'col' }, [el('span', { class: 'visually-hidden', text: 'target \\ source' })])]);
-  answer.src_tokens.forEach((tok, c) => head.append(el('th', { scope: 'col', class: 'src', 'data-col': c }, [tokenNode(tok, 'tok vertical')])));
   const body = el('tbody');
   rowLabels(answer).forEach((label, r) => {
     const button = el('button', { type: 'button', class: 'tgt', 'data-row': r, 'aria-pressed': 'false',
                                   title: 'Light up this row' }, [tokenNode(label)]);
     if (label === EOS_LABEL) button.classList.add('eos');
-    const row = el('tr', { 'data-row': r }, [el('th', { scope: 'row' }, [button])]);
-    answer.weights[r].forEach((w, c) => {
-      const cell = el('td', { 'data-row': r, 'data-col': c, 'data-weight': String(w), tabindex: '-1',
-                              'aria-label': `${label} to ${answer.src_tokens[c]}: ${fmt(w, 4)}` });
-      cell.style.backgroundColor = weightColour(w);
-      row.append(cell);
-    });
-    body.append(row);
+    body.append(matrixRow(r, el('th', { scope: 'row' }, [button]), label, answer.src_tokens, answer.weights[r]));
   });
-  table.append(el('thead', {}, [head]), body);
+  table.append(el('thead', {}, [matrixHead(answer.src_tokens)]), body);
   // cells as large as the width allows: short sentences get big cells
   const cols = answer.src_tokens.length;
   table.style.setProperty('--cell', cols <= 12 ? '44px' : cols <= 24 ? '34px' : '26px');
   const first = table.querySelector('td');
   if (first) first.tabIndex = 0;  // one tab stop: the arrow keys move inside
+}
+
+// A weight table's head row: a corner, then one th.src[data-col] per source token.
+function matrixHead(srcTokens) {
+  const head = el('tr', {}, [el('th', { class: 'corner', scope: 'col' }, [el('span', { class: 'visually-hidden', text: 'row \\ column' })])]);
+  srcTokens.forEach((tok, c) => head.append(el('th', { scope: 'col', class: 'src', 'data-col': c }, [tokenNode(tok, 'tok vertical')])));
+  return head;
+}
+
+// Row r of a weight table: its head `th` (labelled `label`), then one coloured
+// td[data-row][data-col][data-weight] per weight (data-weight: the API's number as is).
+function matrixRow(r, th, label, srcTokens, weights) {
+  const row = el('tr', { 'data-row': r }, [th]);
+  weights.forEach((w, c) => {
+    const cell = el('td', { 'data-row': r, 'data-col': c, 'data-weight': String(w), tabindex: '-1',
+                            'aria-label': `${label} to ${srcTokens[c]}: ${fmt(w, 4)}` });
+    cell.style.backgroundColor = weightColour(w);
+    row.append(cell);
+  });
+  return row;
 }
 
 function cellAt(r, c) {
@@ -357,12 +373,14 @@ function showExplanation(answer) {
   $('explain-empty').hidden = !!state.explanation;
   if (!state.explanation) {
     $('explain-info').textContent = '';
+    drawSelfAttention(null);
     setStep(0);
     return;
   }
   const a = state.explanation;
   const window = a.window ? `, ${a.window.kind} window D = ${a.window.D}` : '';
   $('explain-info').textContent = `${a.model}, ${a.score} scores${window}, beam ${a.beam}`;
+  drawSelfAttention(a);
   drawBars(a.src_tokens);
   setStep(1);
 }
@@ -528,6 +546,7 @@ async function showModel() {
   if (health.model) $('model-info').textContent = `model: ${health.model}${health.type ? ` (${health.type})` : ''}`;
   fillMaps('map-field', 'attention-map', health.attention_maps);
   fillMaps('caption-map-field', 'caption-attention-map', health.attention_maps);
+  setUpLayeredMaps(health);
   if (health.input === 'image') enterImageMode(health);
 }
 
@@ -535,6 +554,7 @@ document.addEventListener('DOMContentLoaded', () => {
   $('translate-form').addEventListener('submit', translate);
   wireHeatmap();
   wireExplain();
+  wireLayeredMaps();
   drawLegend();
   showModel();
 });

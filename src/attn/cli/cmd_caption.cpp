@@ -29,6 +29,7 @@ struct CaptionOpts {
   std::string model, weights, attention_dir, upsample = "bilinear", blend = "mask";
   std::vector<std::string> images;
   decode::CaptionOptions search;
+  models::MapChoice map;  // --attention-map / --layer / --head: search.attention_map once the model is loaded
   int threads = 0, batch = 16;
 };
 
@@ -91,13 +92,13 @@ void caption_chunk(const CaptionOpts& o, const decode::TranslationModel& tm, con
   }
 }
 
-void run_captioning(const CaptionOpts& o) {
+void run_captioning(CaptionOpts o) {
   if (o.model.empty() || o.images.empty())
     throw std::invalid_argument("attn caption: give -m RUN and one or more IMAGE files, or a subcommand (eval, data, sheet)");
   set_num_threads(o.threads);
   const decode::TranslationModel tm = decode::load_model_dir(o.model, o.weights);  // image_input_of refuses text models
   const decode::ImageModelInput in = image_input_of(tm, o.model);
-  models::resolve_attention_map(*tm.model, o.search.attention_map);  // an unknown name: before any image is read
+  o.search.attention_map = chosen_attention_map(*tm.model, o.map);  // an unknown name: before any image is read
   for (size_t first = 0; first < o.images.size(); first += size_t(o.batch))
     caption_chunk(o, tm, in, first, std::min(o.images.size(), first + size_t(o.batch)));
 }
@@ -120,7 +121,7 @@ CLI::App* add_caption_command(CLI::App& app) {
   cmd->add_option("--attention", o->attention_dir,
                   "also write DIR/<n>-<name>.strip.png (the image, then one panel per word) and DIR/<n>-<name>.<t>.png "
                   "per word");
-  add_attention_map_option(*cmd, o->search.attention_map);
+  add_attention_map_options(*cmd, o->map);
   cmd->add_option("--upsample", o->upsample, "how the grid's weights are enlarged: bilinear (smooth) or nearest "
                                              "(blocks: hard attention's cell)")
       ->capture_default_str()->check(CLI::IsMember({"bilinear", "nearest"}));

@@ -27,6 +27,7 @@ namespace {
 struct EvalOpts {
   std::string model, weights, captions, image_root, split = "test";
   decode::CaptionOptions search;
+  models::MapChoice map;  // --attention-map / --layer / --head: search.attention_map once the model is loaded
   eval::LocalisationOptions localisation;
   int threads = 0, batch = 64;
 };
@@ -94,12 +95,12 @@ nlohmann::json score(const std::string& name, const std::vector<size_t>& subset,
   return j;
 }
 
-void run_eval(const EvalOpts& o) {
+void run_eval(EvalOpts o) {
   set_num_threads(o.threads);
   const decode::TranslationModel tm = decode::load_model_dir(o.model, o.weights);
   const std::optional<decode::ImageModelInput> in = decode::image_model_input(tm.model->config());
   if (!in) throw std::invalid_argument(o.model + ": not an image model; `attn caption eval` needs a captioning run");
-  models::resolve_attention_map(*tm.model, o.search.attention_map);  // an unknown name: before any image is read
+  o.search.attention_map = chosen_attention_map(*tm.model, o.map);  // an unknown name: before any image is read
   const std::string root = o.image_root.empty() ? std::filesystem::path(o.captions).parent_path().string() : o.image_root;
   const data::CaptionCorpus corpus = data::read_caption_corpus(o.captions, root.empty() ? "." : root);
   const std::vector<data::CaptionImage> images = data::select_splits(corpus, {o.split});
@@ -131,7 +132,7 @@ void add_caption_eval_command(CLI::App& caption) {
   add_beam_option(*cmd, o->search.beam, "beam size (1: greedy)", false);
   cmd->add_option("--max-words", o->search.max_words, "pieces a caption may have")
       ->capture_default_str()->check(CLI::Range(1, 1000));
-  add_attention_map_option(*cmd, o->search.attention_map);  // the map localisation reads
+  add_attention_map_options(*cmd, o->map);  // the map localisation reads
   cmd->add_flag("--shape-words-only", o->localisation.shape_words_only,
                 "localisation over the shape words alone (else every size, colour and shape word of an object)");
   cmd->add_option("--min-overlap", o->localisation.min_overlap,

@@ -7,6 +7,9 @@
 // A captioning run (an image model) is explained over its grid: the inputs are
 // image files (arguments, or one path per line of -i / stdin), each step shows
 // the scores and weights as the G x G grid the seed's Figures 10-14 draw.
+// A Transformer's maps are chosen by layer and head too (--layer, --head), and
+// its encoder's self-attention (source x source) is in the JSON's
+// "self_attention" and drawn by --self-heatmap (--self-layer, --self-head).
 #include <iostream>
 
 #include "attn/cli/commands.h"
@@ -24,9 +27,10 @@ namespace attn::cli {
 void add_explain_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("explain", "show the attention of a trained model step by step (or a tutorial's example)");
   struct Opts {
-    std::string model, weights, input, format = "text", example, heatmap, heatmap_colors = "grey";
+    std::string model, weights, input, format = "text", example, heatmap, self_heatmap, heatmap_colors = "grey";
     std::vector<std::string> images;
     decode::ExplainOptions explain;
+    models::MapChoice map, self_map;  // --attention-map / --layer / --head, and the --self- ones
     int threads = 0;
   };
   auto o = std::make_shared<Opts>();
@@ -50,7 +54,10 @@ void add_explain_command(CLI::App& app) {
   cmd->add_option("--heatmap-colors", o->heatmap_colors, "colour map of --heatmap (grey: 0 black, 1 white)")
       ->check(CLI::IsMember({"grey", "viridis"}))
       ->capture_default_str();
-  add_attention_map_option(*cmd, o->explain.attention_map);
+  add_attention_map_options(*cmd, o->map);
+  cmd->add_option("--self-heatmap", o->self_heatmap,
+                  "also draw each sentence's encoder self-attention (source x source, a Transformer's) to FILE");
+  add_attention_map_options(*cmd, o->self_map, "self-");
   cmd->add_option("--example", o->example, "print a seed tutorial's worked example: general-attention, translation-step");
   add_threads_option(*cmd, o->threads);
   cmd->callback([o] {
@@ -63,7 +70,16 @@ void add_explain_command(CLI::App& app) {
     viz::HeatmapStyle heatmap_style;
     heatmap_style.colors = viz::parse_color_map(o->heatmap_colors, "--heatmap-colors");
     decode::TranslationModel tm = decode::load_model_dir(o->model, o->weights);
-    models::resolve_attention_map(*tm.model, o->explain.attention_map);  // an unknown name: before any input is read
+    // an unknown map, layer or head: before any input is read
+    o->explain.attention_map = chosen_attention_map(*tm.model, o->map);
+    const std::vector<std::string> self_maps = tm.model->encoder_attention_maps();
+    const bool self_asked = !o->self_heatmap.empty() || o->self_map.layer != 0 || !o->self_map.head.empty() ||
+                            !o->self_map.name.empty();
+    if (self_asked && self_maps.empty())
+      throw std::invalid_argument("explain: --self-heatmap, --self-attention-map, --self-layer, --self-head: the model (" +
+                                  tm.model->config().type + ") has no encoder self-attention maps");
+    if (!self_maps.empty())
+      o->explain.self_attention_map = models::choose_map(self_maps, o->self_map, "encoder attention map", "--self-");
     const bool image_model = decode::image_model_input(tm.model->config()).has_value();
     if (!image_model && !o->images.empty())
       throw std::invalid_argument("explain: " + o->model + " is a translation model: give sentences on stdin or -i, "
@@ -84,10 +100,17 @@ void add_explain_command(CLI::App& app) {
         throw std::invalid_argument(source + ":" + std::to_string(i + 1) + ": " + err.what());
       }
       viz::Heatmap h;
-      if (!o->heatmap.empty() && explanation_heatmap(e, h)) {
+      if (!o->heatmap.empty() &&
+          explanation_heatmap(e, models::map_title(tm.model->attention_maps(), o->explain.attention_map), h)) {
         const std::string path = numbered_path(o->heatmap, i + 1, lines.size());
         viz::write_heatmap(path, h, heatmap_style);
         std::cerr << "explain: heatmap of line " << i + 1 << " written to " << path << "\n";
+      }
+      if (!o->self_heatmap.empty() &&
+          self_attention_heatmap(e, models::map_title(self_maps, o->explain.self_attention_map), h)) {
+        const std::string path = numbered_path(o->self_heatmap, i + 1, lines.size());
+        viz::write_heatmap(path, h, heatmap_style);
+        std::cerr << "explain: self-attention heatmap of line " << i + 1 << " written to " << path << "\n";
       }
       if (o->format == "json")
         std::cout << e.dump() << "\n";

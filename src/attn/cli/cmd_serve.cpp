@@ -59,6 +59,7 @@ void add_serve_command(CLI::App& app) {
       eo.top_k = r.at("top_k").get<int>();
       eo.words = r.at("words").get<bool>();
       eo.attention_map = r.value("attention_map", std::string());
+      eo.self_attention_map = r.value("self_attention_map", std::string());
       eo.max_src_pieces = max_src_pieces;
       if (pixels.defined()) return decode::explain_pixels(tm, pixels, eo);
       return decode::explain_text(tm, r.at("text").get<std::string>(), eo);

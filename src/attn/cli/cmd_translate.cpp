@@ -20,10 +20,11 @@
 //   --attention-stats FILE  also one JSON line in FILE: the best hypotheses' attention
 //                      entropy and copy alignment (decode/attention_stats.h)
 //   --attention-map NAME  the map that --alignments, --attention-stats and --heatmaps show (default:
-//                      the model's own; an unknown name stops the command, exit 1, listing the maps)
+//                      the model's own; an unknown name stops the command, exit 1, listing the maps);
+//                      --layer L / --head H|mean name it by position (a Transformer's maps)
 //   --heatmaps DIR     also DIR/0001.png, DIR/0002.png, ... (numbered by input line, 1-based;
 //                      none for an empty line): the best hypothesis's attention drawn by
-//                      viz/heatmap.h, --heatmap-format png|svg|pdf|html, --heatmap-colors grey|viridis
+//                      viz/heatmap.h, titled by the map, --heatmap-format png|svg|pdf|html, --heatmap-colors grey|viridis
 // An empty input line gives an empty output line.
 #include <cstdio>
 #include <fstream>
@@ -50,7 +51,8 @@ namespace {
 
 struct Opts {
   std::string model, weights, input, output, alignments, alignments_out;
-  std::string heatmaps, heatmap_format = "png", heatmap_colors = "grey", attention_stats, attention_map;
+  std::string heatmaps, heatmap_format = "png", heatmap_colors = "grey", attention_stats;
+  models::MapChoice map;  // --attention-map / --layer / --head
   int beam = 5, nbest = 1, threads = 0;
   double length_penalty = 1.0, max_len_ratio = 2.0;
   int64_t batch = 64, chunk = 2000, max_src_pieces = 250;
@@ -149,7 +151,7 @@ void add_options(CLI::App& cmd, Opts& o) {
   cmd.add_option("--attention-stats", o.attention_stats,
                   "also write the best hypotheses' attention statistics (mean entropy, copy alignment) to this "
                   "file as one JSON line");
-  add_attention_map_option(cmd, o.attention_map);
+  add_attention_map_options(cmd, o.map);
   cmd.add_option("--heatmaps", o.heatmaps,
                   "also draw each sentence's attention (best hypothesis) to DIR/0001.png, ... (by input line)");
   cmd.add_option("--heatmap-format", o.heatmap_format, "format of the --heatmaps files")
@@ -177,7 +179,7 @@ void add_translate_command(CLI::App& app) {
   cmd->callback([o] {
     set_num_threads(o->threads);
     decode::TranslationModel tm = decode::load_translation_model(o->model, o->weights);
-    models::resolve_attention_map(*tm.model, o->attention_map);  // an unknown name: before any input is read
+    const std::string map = chosen_attention_map(*tm.model, o->map);  // an unknown name: before any input is read
     const std::string input = o->input.empty() ? "stdin" : o->input;
     std::vector<size_t> cut;
     const data::LineLimit limit{line_byte_limit(o->max_src_pieces), &cut};
@@ -199,7 +201,7 @@ void add_translate_command(CLI::App& app) {
     to.search.length_penalty = o->length_penalty;
     to.search.max_len_ratio = o->max_len_ratio;
     to.search.alignments = !o->alignments.empty() || !o->heatmaps.empty() || !o->attention_stats.empty();
-    to.search.attention_map = o->attention_map;
+    to.search.attention_map = map;
     decode::AttentionStats stats;
     viz::HeatmapStyle heatmap_style;
     heatmap_style.colors = viz::parse_color_map(o->heatmap_colors, "--heatmap-colors");
@@ -226,6 +228,7 @@ void add_translate_command(CLI::App& app) {
           over_long.insert(start + i);
         }
         viz::Heatmap heatmap;
+        heatmap.title = models::map_title(tm.model->attention_maps(), map);
         if (!o->heatmaps.empty() && translation_heatmap(t, heatmap))
           viz::write_heatmap(heatmap_path(o->heatmaps, start + i + 1, o->heatmap_format), heatmap, heatmap_style);
         write_translation(*o, t, start + i, out, align_file, inline_align);

@@ -18,10 +18,22 @@ CLI::Option* add_threads_option(CLI::App& cmd, int& threads) {
       ->check(CLI::Range(0, kMaxThreads));
 }
 
-CLI::Option* add_attention_map_option(CLI::App& cmd, std::string& map) {
-  return cmd.add_option("--attention-map", map,
-                        "the attention map to show, by name (default: the model's own; a model with one map: "
-                        "attention)");
+void add_attention_map_options(CLI::App& cmd, models::MapChoice& choice, const std::string& prefix) {
+  const std::string whose = prefix.empty() ? "the attention map to show" : "the encoder's self-attention map to show";
+  cmd.add_option("--" + prefix + "attention-map", choice.name,
+                 whose + ", by name (default: the model's own" +
+                     (prefix.empty() ? "; a model with one map: attention)" : ", the last encoder layer's mean)"));
+  cmd.add_option("--" + prefix + "layer", choice.layer,
+                 whose + ", by layer (1-based; a model whose maps have layers and heads; with --" + prefix +
+                     "head, default: the last layer)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+  cmd.add_option("--" + prefix + "head", choice.head,
+                 whose + ": a head (1-based) or mean (the mean over the layer's heads; the default with --" +
+                     prefix + "layer)");
+}
+
+std::string chosen_attention_map(const models::Seq2SeqModel& model, const models::MapChoice& choice) {
+  return models::choose_map(model.attention_maps(), choice, "attention map");
 }
 
 size_t line_byte_limit(int64_t max_src_pieces) {

@@ -8,6 +8,9 @@
 #include <cstdint>
 #include <string>
 
+#include "attn/models/attention_maps.h"
+#include "attn/models/seq2seq.h"
+
 namespace attn::cli {
 
 // The largest beam a command decodes with. A search holds batch x beam rows of
@@ -28,11 +31,19 @@ CLI::Option* add_threads_option(CLI::App& cmd, int& threads);
 // per byte of a line it encodes: a 10 MB line once took 2.5 GB.
 size_t line_byte_limit(int64_t max_src_pieces);
 
-// --attention-map NAME: the attention map a command shows (its alignments,
-// heatmaps, explanation), one of the model's (models::Seq2SeqModel::
-// attention_maps()); empty by default: the model's own. The model refuses an
-// unknown name when it is loaded (exit 1, listing its maps).
-CLI::Option* add_attention_map_option(CLI::App& cmd, std::string& map);
+// --attention-map NAME, --layer L and --head H|mean: the attention map a
+// command shows (its alignments, heatmaps, explanation), by name (one of the
+// model's, models::Seq2SeqModel::attention_maps()) or, for a model whose maps
+// have layers and heads (the Transformer), by layer and head
+// (models/attention_maps.h: choose_map); nothing given: the model's own.
+// `prefix` ("" or "self-") names the options (--self-attention-map,
+// --self-layer, --self-head: attn explain's encoder self-attention map).
+void add_attention_map_options(CLI::App& cmd, models::MapChoice& choice, const std::string& prefix = "");
+
+// The map `choice` names among the model's attention_maps(); throws
+// std::invalid_argument (exit 1, before any input is read) for an unknown
+// name or a layer / head outside the model's ranges.
+std::string chosen_attention_map(const models::Seq2SeqModel& model, const models::MapChoice& choice);
 
 // --max-src-pieces in [0, 1,000,000] (0: no limit where `zero_is_no_limit`, else [1, ...]).
 CLI::Option* add_max_src_pieces_option(CLI::App& cmd, int64_t& pieces, const std::string& help, bool zero_is_no_limit);

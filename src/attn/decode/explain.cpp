@@ -78,6 +78,12 @@ Explanation explain_source(const models::Seq2SeqModel& model, const Tensor& src,
   const Hypothesis best = search(model, src, {S}, so).at(0).hypotheses.at(0);
 
   Explanation e;
+  e.attention_map = so.attention_map;
+  if (!o.self_attention_map.empty() || !model.encoder_attention_maps().empty()) {
+    e.self_attention_map = models::resolve_encoder_map(model, o.self_attention_map);  // refuses an unknown name
+    const Tensor w = model.encoder_attention(src, {S}, e.self_attention_map);          // [1, S, S]
+    e.self_attention.assign(w.data(), w.data() + w.numel());
+  }
   e.tokens = best.tokens;
   e.finished = best.finished;
   NoGradGuard no_grad;
@@ -135,6 +141,7 @@ nlohmann::json explanation_json(const Explanation& e, const TranslationModel& m,
                     ? nlohmann::json{{"kind", attention.window}, {"D", attention.window_half_width}}
                     : nlohmann::json(nullptr);
   j["beam"] = o.beam;
+  j["attention_map"] = e.attention_map;
   nlohmann::json src = nlohmann::json::array(), tgt = nlohmann::json::array(), steps = nlohmann::json::array();
   const std::optional<ImageModelInput> image = image_model_input(c);
   if (image) {  // the grid's cells, row by row
@@ -151,6 +158,13 @@ nlohmann::json explanation_json(const Explanation& e, const TranslationModel& m,
   j["tgt_tokens"] = tgt;
   j[image ? "caption" : "translation"] = m.tgt_vocab->decode(e.tokens);
   j["steps"] = steps;
+  if (!e.self_attention_map.empty()) {
+    nlohmann::json rows = nlohmann::json::array();
+    const size_t S = e.src.size();
+    for (size_t i = 0; i < S; ++i)
+      rows.push_back(std::vector<float>(e.self_attention.begin() + long(i * S), e.self_attention.begin() + long((i + 1) * S)));
+    j["self_attention"] = {{"map", e.self_attention_map}, {"weights", rows}};
+  }
   return o.words ? merge_words(j) : j;
 }
 

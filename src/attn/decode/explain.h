@@ -42,6 +42,9 @@ struct ExplainOptions {
   int64_t max_src_pieces = 250; // a text of more source pieces is refused (std::invalid_argument), never cut
   std::string attention_map;    // the map explained ("": the model's default; an unknown one is refused,
                                 // std::invalid_argument listing the model's maps)
+  std::string self_attention_map;  // the encoder self-attention map of "self_attention" (a model with
+                                   // encoder_attention_maps() only; "": its default; one given to a model
+                                   // without such maps, or unknown, is refused: std::invalid_argument)
 };
 
 // One decoder step of the explained path, over source pieces. The weights are
@@ -60,6 +63,9 @@ struct ExplainStep {
 };
 
 struct Explanation {
+  std::string attention_map;       // the map the steps' weights are (resolved: never "")
+  std::string self_attention_map;  // the encoder map of self_attention ("" when the model has none)
+  std::vector<float> self_attention;  // [S, S] row i: source i's weights over every source j (empty without)
   std::vector<int> src;            // [S] source ids (empty for an image)
   std::vector<int> tokens;         // the chosen path without EOS
   bool finished = false;           // the path ended with EOS (else: the length limit)
@@ -76,7 +82,9 @@ Explanation explain_source(const models::Seq2SeqModel& model, const Tensor& src,
                            const ExplainOptions& o);
 
 // The explanation as the JSON object of docs/explain-and-figures.md (pieces; words
-// when o.words), for a loaded model.
+// when o.words), for a loaded model: "attention_map" names the map of the
+// steps' weights; "self_attention" ({"map", "weights" [S][S]}) is there only
+// for a model with encoder self-attention maps.
 nlohmann::json explanation_json(const Explanation& e, const TranslationModel& m, const ExplainOptions& o);
 
 // One sentence's explanation as JSON. Throws std::invalid_argument with a
@@ -105,7 +113,9 @@ nlohmann::json explain_pixels(const TranslationModel& m, const Tensor& pixels, c
 // the steps where it is not null); query,
 // query_norm, context_norm, position and top_k are its first piece's, the
 // window the union of its pieces' windows, chosen the word and chosen_prob the
-// product of its pieces' probabilities. Throws std::invalid_argument when the
+// product of its pieces' probabilities. "self_attention" merges both axes:
+// a word's row is the mean of its pieces' rows, a word's column the sum of
+// its pieces' columns (rows still sum to 1). Throws std::invalid_argument when the
 // object lacks a field the merge reads. An image's cells ("grid") stay one
 // column each; only its caption's pieces merge.
 nlohmann::json merge_words(const nlohmann::json& pieces);

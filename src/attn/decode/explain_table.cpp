@@ -115,7 +115,11 @@ std::string explanation_table(const json& e) {
     out << " " << t.get<std::string>();
     width = std::max(width, data::decode_utf8(t.get<std::string>()).size());
   }
-  out << "\ntranslation: " << e.at("translation").get<std::string>() << "\n\n";
+  out << "\ntranslation: " << e.at("translation").get<std::string>() << "\n";
+  if (e.contains("self_attention"))  // a model of many maps (the Transformer): which one the steps show
+    out << "attention map: " << e.at("attention_map").get<std::string>() << " (encoder self-attention: "
+        << e.at("self_attention").at("map").get<std::string>() << ", in --format json and --self-heatmap)\n";
+  out << "\n";
   for (const json& s : e.at("steps")) step_table(out, s, src, width);
   return out.str();
 }

@@ -94,6 +94,24 @@ json merge_steps(const json& steps, std::pair<size_t, size_t> span, size_t t,
   return out;
 }
 
+// The encoder's [S][S] self-attention over pieces -> over words: a word's
+// row the mean of its pieces' rows, a word's column the sum of its pieces' columns.
+json merge_self_attention(const json& self, const std::vector<std::pair<size_t, size_t>>& src) {
+  const json& rows = field(self, "weights");
+  json merged = json::array();
+  for (const auto& r : src) {
+    std::vector<double> row(src.size(), 0.0);
+    for (size_t i = r.first; i < r.second; ++i)
+      for (size_t k = 0; k < src.size(); ++k)
+        for (size_t j = src[k].first; j < src[k].second; ++j)
+          row[k] += rows.at(i).at(j).get<double>() / double(r.second - r.first);
+    merged.push_back(row);
+  }
+  json out = self;
+  out["weights"] = merged;
+  return out;
+}
+
 }  // namespace
 
 json merge_words(const json& e) {
@@ -120,6 +138,7 @@ json merge_words(const json& e) {
   out["src_tokens"] = src_words;
   out["tgt_tokens"] = tgt_words;
   out["steps"] = merged;
+  if (e.contains("self_attention")) out["self_attention"] = merge_self_attention(e.at("self_attention"), src);
   return out;
 }
 

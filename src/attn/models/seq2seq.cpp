@@ -13,6 +13,7 @@
 #include "attn/autograd/ops.h"
 #include "attn/cpu/threading.h"
 #include "attn/kernels/vocab_topk.h"
+#include "attn/models/attention_maps.h"
 #include "attn/models/kinds.h"
 #include "attn/models/model_parts.h"
 #include "attn/models/output_loss.h"
@@ -60,14 +61,22 @@ std::vector<std::string> NamedTensors::names() const {
 
 std::vector<std::string> Seq2SeqModel::attention_maps() const { return {kAttentionMap}; }
 
+std::vector<std::string> Seq2SeqModel::encoder_attention_maps() const { return {}; }
+
+Tensor Seq2SeqModel::encoder_attention(const Tensor&, const std::vector<int64_t>&, const std::string& name) const {
+  resolve_encoder_map(*this, name);  // throws: the model reports no encoder maps
+  throw std::logic_error("encoder_attention: the model lists encoder maps but does not compute them");
+}
+
 std::string resolve_attention_map(const Seq2SeqModel& model, const std::string& name) {
-  const std::vector<std::string> maps = model.attention_maps();
-  if (name.empty()) return maps.empty() ? std::string() : maps.front();
-  if (std::find(maps.begin(), maps.end(), name) != maps.end()) return name;
-  std::string known;
-  for (const std::string& m : maps) known += (known.empty() ? "" : ", ") + m;
-  throw std::invalid_argument("unknown attention map \"" + name + "\" (the model's maps: " +
-                              (maps.empty() ? std::string("none") : known) + ")");
+  return resolve_map(model.attention_maps(), name, "attention map");
+}
+
+std::string resolve_encoder_map(const Seq2SeqModel& model, const std::string& name) {
+  const std::vector<std::string> maps = model.encoder_attention_maps();
+  if (maps.empty())
+    throw std::invalid_argument("the model (" + model.config().type + ") has no encoder self-attention maps");
+  return resolve_map(maps, name, "encoder attention map");
 }
 
 namespace {

@@ -162,6 +162,21 @@ public:
   // one map of every built-in kind.
   virtual std::vector<std::string> attention_maps() const;
 
+  // The names of the encoder's self-attention maps (each source position
+  // attending to every source position), the default first; none by default
+  // (the RNN kinds). The Transformer's: "self.layer<l>.head<h>" / ".mean"
+  // (models/attention_maps.h), the default the last layer's mean.
+  virtual std::vector<std::string> encoder_attention_maps() const;
+  // The encoder self-attention map `name` (one of encoder_attention_maps())
+  // of src [B, S] ids with lengths [B] -> [B, S, S]: row i holds source
+  // position i's weights over the positions j (each row within the length
+  // sums to 1; zeros past the length, rows and columns). Computed on demand
+  // (the encoder run again with its weights materialised), for inspection
+  // only: training and the searches never store [S, S]. No autograd. Throws
+  // std::invalid_argument for an unknown name (the default: always).
+  virtual Tensor encoder_attention(const Tensor& src, const std::vector<int64_t>& lengths,
+                                   const std::string& name) const;
+
   // A decoder for searches over `memory` (as encode() returned it, B sentences)
   // with at most max_rows decoder rows per step. The default runs step() on
   // the memory rows that the step's rows select and the state's live rows,
@@ -226,9 +241,12 @@ protected:
 };
 
 // The attention map `name` of model.attention_maps(), or the model's default
-// (the first) when `name` is empty. Throws std::invalid_argument naming `name`
+// (the first) when `name` is empty (models/attention_maps.h: resolve_map, and
+// choose_map for a map by layer and head). Throws std::invalid_argument naming `name`
 // and listing the model's maps when it reports no map of that name.
 std::string resolve_attention_map(const Seq2SeqModel& model, const std::string& name);
+// The same over model.encoder_attention_maps(); also throws for a model without any.
+std::string resolve_encoder_map(const Seq2SeqModel& model, const std::string& name);
 
 // Builds the model of the kind `config.type` names in the table of kinds
 // (models/kinds.h), parameters drawn from `init`; dropout

@@ -12,7 +12,7 @@ namespace attn::serve {
 
 // One explanation for a validated /v1/explain request, every field present:
 // a sentence's (decode::explain_text) for {"text", "beam", "top_k", "words",
-// "attention_map"} with `pixels` undefined, or an uploaded image's
+// "attention_map", "self_attention_map"} with `pixels` undefined, or an uploaded image's
 // (decode::explain_pixels) for {"beam", "top_k", "words", "attention_map"}
 // with pixels [1, 3, H, W] (decoded, resized and
 // normalised for the model). Throws std::invalid_argument for an input it

@@ -156,6 +156,7 @@ nlohmann::json parse_explain_request(const std::string& body, const RequestLimit
     out["top_k"] = read_in_range(r, "top_k", 5, 1, limits.max_top_k);
     out["words"] = r.get_bool("words", false);
     out["attention_map"] = r.get_string("attention_map", "");
+    out["self_attention_map"] = r.get_string("self_attention_map", "");
     r.finish();
   } catch (const config::FieldError& e) {
     throw RequestError(e.key(), e.what());

@@ -40,8 +40,9 @@ struct TranslateRequest {
 TranslateRequest parse_translate_request(const std::string& body, const RequestLimits& limits);
 
 // {"text", "beam" (default 1), "top_k" (default 5), "words" (default false),
-// "attention_map" (default "")}, returned with every field present: what the
-// ExplainFunction receives.
+// "attention_map" (default ""), "self_attention_map" (default "": a model with
+// encoder self-attention shows its default)}, returned with every field
+// present: what the ExplainFunction receives.
 nlohmann::json parse_explain_request(const std::string& body, const RequestLimits& limits);
 
 // The over-long text rule: a text of more than limits.max_src_pieces source

@@ -123,6 +123,19 @@ std::string attention_map_of(const RouteContext& ctx, const std::string& name) {
   }
 }
 
+// A text request's "self_attention_map" -> the model's encoder map of that
+// name ("" stays "": the default of a model with encoder maps, none for the
+// others); RequestError on "self_attention_map" (400) for an unknown name or
+// a model without encoder self-attention.
+std::string self_attention_map_of(const RouteContext& ctx, const std::string& name) {
+  if (name.empty()) return name;
+  try {
+    return models::resolve_encoder_map(*ctx.model.model, name);
+  } catch (const std::invalid_argument& e) {
+    throw RequestError("self_attention_map", std::string("request.self_attention_map: ") + e.what());
+  }
+}
+
 void handle_caption(const RouteContext& ctx, const httplib::Request& req, httplib::Response& res) {
   if (!ctx.image) return refuse_image_route(ctx, "/v1/caption", res);
   if (!check_image_type(req, res)) return;
@@ -186,6 +199,7 @@ void handle_explain(const RouteContext& ctx, const httplib::Request& req, httpli
     nlohmann::json r = parse_explain_request(req.body, ctx.options.limits);
     check_src_pieces({r["text"].get<std::string>()}, "text", *ctx.model.src_vocab, ctx.options.limits);
     r["attention_map"] = attention_map_of(ctx, r["attention_map"].get<std::string>());
+    r["self_attention_map"] = self_attention_map_of(ctx, r["self_attention_map"].get<std::string>());
     const nlohmann::json out = ctx.batcher.submit_explain(std::move(r)).get();
     res.set_content(out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "application/json");
   } catch (...) {
@@ -201,6 +215,7 @@ void handle_health(const RouteContext& ctx, httplib::Response& res) {
   j["type"] = c.type;
   j["input"] = ctx.image ? "image" : "text";
   j["attention_maps"] = ctx.model.model->attention_maps();  // the names a request's "attention_map" takes, default first
+  j["encoder_attention_maps"] = ctx.model.model->encoder_attention_maps();  // "self_attention_map"'s (none: [])
   if (ctx.image) {
     j["grid"] = {ctx.image->grid_h, ctx.image->grid_w};
     j["image_size"] = {ctx.image->height, ctx.image->width};

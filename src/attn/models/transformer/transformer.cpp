@@ -2,12 +2,15 @@
 // teacher-forced features and the reference step.
 #include "attn/models/transformer/transformer.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
 #include "attn/autograd/node.h"
 #include "attn/autograd/ops.h"
+#include "attn/models/attention_maps.h"
 #include "attn/models/model_parts.h"
 #include "attn/models/transformer/transformer_search.h"
 
@@ -35,9 +38,7 @@ std::shared_ptr<nn::Embedding> make_embedding(int64_t vocab, const ModelConfig& 
 
 }  // namespace
 
-std::string transformer_map_name(int64_t layer, int64_t head) {
-  return "cross.layer" + std::to_string(layer) + (head > 0 ? ".head" + std::to_string(head) : std::string(".mean"));
-}
+std::string transformer_map_name(int64_t layer, int64_t head) { return layered_map_name(kCrossFamily, layer, head); }
 
 Transformer::Transformer(const ModelConfig& config, Rng& init, uint64_t dropout_seed)
     : Seq2SeqModel(config, dropout_seed),
@@ -114,14 +115,42 @@ Encoded Transformer::encode(const Tensor& src, const std::vector<int64_t>& lengt
   return e;
 }
 
-std::vector<std::string> Transformer::attention_maps() const {
-  const int64_t L = cfg_.decoder_layers, H = cfg_.heads;
-  std::vector<std::string> maps = {transformer_map_name(L, 0)};
-  for (int64_t l = 1; l <= L; ++l) {
-    for (int64_t h = 1; h <= H; ++h) maps.push_back(transformer_map_name(l, h));
-    if (l < L) maps.push_back(transformer_map_name(l, 0));
+namespace {
+
+// The maps of `family` over `layers` layers of `heads` heads: the last layer's mean first, then layer by
+// layer each head and the layer's mean.
+std::vector<std::string> layered_maps(const std::string& family, int64_t layers, int64_t heads) {
+  std::vector<std::string> maps = {layered_map_name(family, layers, 0)};
+  for (int64_t l = 1; l <= layers; ++l) {
+    for (int64_t h = 1; h <= heads; ++h) maps.push_back(layered_map_name(family, l, h));
+    if (l < layers) maps.push_back(layered_map_name(family, l, 0));
   }
   return maps;
+}
+
+}  // namespace
+
+std::vector<std::string> Transformer::attention_maps() const {
+  return layered_maps(kCrossFamily, cfg_.decoder_layers, cfg_.heads);
+}
+
+std::vector<std::string> Transformer::encoder_attention_maps() const {
+  return layered_maps(kSelfFamily, cfg_.encoder_layers, cfg_.heads);
+}
+
+Tensor Transformer::encoder_attention(const Tensor& src, const std::vector<int64_t>& lengths,
+                                      const std::string& name) const {
+  const std::optional<LayeredMap> m = parse_layered_map(resolve_encoder_map(*this, name));
+  detail::check_source("transformer encoder_attention", src, lengths, config_.src_vocab);
+  NoGradGuard no_grad;
+  std::vector<nn::TransformerLayerWeights> weights;  // the unfused path: per layer [B, H, S, S]
+  encoder_->forward(embed(src, false), detail::lengths_tensor(lengths), &weights);
+  const Tensor& w = weights.at(size_t(m->layer - 1)).self_attn;
+  const int64_t B = w.size(0), S = w.size(2);
+  Tensor out = m->head > 0 ? reshape(slice(w, 1, m->head - 1, 1), {B, S, S}).clone() : mean(w, 1);
+  for (int64_t b = 0; b < B; ++b)  // a padded query row attends to the keys as well: zero it
+    for (int64_t i = lengths[size_t(b)]; i < S; ++i) std::fill_n(out.data() + (b * S + i) * S, S, 0.0f);
+  return out;
 }
 
 StepOutput Transformer::step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev, int64_t t,

@@ -29,7 +29,9 @@
 // decoder (transformer_search.h) keeps each layer's self-attention keys and
 // values instead and reads the memory's per-sentence keys through the rows map.
 // Attention maps: "cross.layer<l>.head<h>" and "cross.layer<l>.mean" (1-based),
-// the default first: the mean over the heads of the last layer.
+// the default first: the mean over the heads of the last layer; the encoder's
+// self-attention maps (encoder_attention, on demand) "self.layer<l>.head<h>" /
+// ".mean", the default the last encoder layer's mean.
 #pragma once
 #include <memory>
 #include <string>
@@ -57,6 +59,11 @@ public:
   StepOutput step(const EncoderMemory& memory, const DecoderState& state, const Tensor& prev, int64_t t,
                   StepDetail detail = StepDetail::Weights) const override;
   std::vector<std::string> attention_maps() const override;
+  // "self.layer<l>.head<h>" / ".mean" over the encoder's layers, the last layer's mean first.
+  std::vector<std::string> encoder_attention_maps() const override;
+  // src [B, S], lengths [B] -> the map's weights [B, S, S] (the encoder run again with its weights).
+  Tensor encoder_attention(const Tensor& src, const std::vector<int64_t>& lengths,
+                           const std::string& name) const override;
   // b.tgt_in [B, T] -> [T * B, E] time-major: the decoder over all positions at once (causal, fused attention).
   Tensor forced_features(const data::Seq2SeqBatch& b) const override;
   OutputLayer output_layer() const override { return {out_w_, out_b_}; }
