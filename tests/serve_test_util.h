@@ -45,8 +45,13 @@ inline std::string make_once(const std::string& dir, const std::string& done,
                              const std::function<std::string(const std::string& scratch)>& make) {
   namespace fs = std::filesystem;
   const std::string lock_path = dir + ".lock";
-  const int fd = ::open(lock_path.c_str(), O_CREAT | O_RDWR, 0644);
-  if (fd < 0 || ::flock(fd, LOCK_EX) != 0) throw std::runtime_error("cannot lock " + lock_path);
+  struct Lock {  // released on every way out, a throwing make() included (closing the file drops the flock)
+    int fd;
+    ~Lock() {
+      if (fd >= 0) ::close(fd);
+    }
+  } lock{::open(lock_path.c_str(), O_CREAT | O_RDWR, 0644)};
+  if (lock.fd < 0 || ::flock(lock.fd, LOCK_EX) != 0) throw std::runtime_error("cannot lock " + lock_path);
   if (!fs::exists(dir + "/" + done)) {
     const std::string tmp = dir + ".tmp" + std::to_string(::getpid());
     fs::remove_all(tmp);
@@ -56,8 +61,6 @@ inline std::string make_once(const std::string& dir, const std::string& done,
     fs::rename(made, dir);
     fs::remove_all(tmp);
   }
-  ::flock(fd, LOCK_UN);
-  ::close(fd);
   return dir;
 }
 

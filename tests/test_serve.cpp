@@ -33,6 +33,22 @@ serve::ServerOptions options() {
   return o;
 }
 
+// The shared runs' builder lets go of its lock when building throws: a second
+// call in the same process builds instead of waiting on the first call's lock
+// (it would hang until ctest's timeout).
+TEST(Serve, MakeOnceReleasesItsLockWhenMakeThrows) {
+  const std::string dir = std::string(ATTN_BINARY_DIR) + "/make_once_throws_" + std::to_string(::getpid());
+  EXPECT_THROW(make_once(dir, "done", [](const std::string&) -> std::string { throw std::runtime_error("no"); }),
+               std::runtime_error);
+  const std::string made = make_once(dir, "done", [](const std::string& tmp) {
+    std::ofstream(tmp + "/done") << "ok";
+    return tmp;
+  });
+  EXPECT_TRUE(std::filesystem::exists(made + "/done"));
+  std::filesystem::remove_all(dir);
+  std::filesystem::remove(dir + ".lock");
+}
+
 TEST(Serve, HealthWebPageAndMetrics) {
   LiveServer s(serve_toy_model(), [] {
     auto o = options();
