@@ -33,14 +33,26 @@ Tensor& DecoderState::add(const std::string& name, const Shape& per_row, int tim
 
 namespace {
 
-// dst row <- src row of a buffer shaped [rows, outer..., T, inner...] (time
-// axis `axis`): the first `filled` of the T positions of each outer index.
-void copy_time_prefix(const Tensor& buf, int axis, int64_t filled, const float* src, float* dst) {
-  int64_t outer = 1, inner = 1;
-  for (int i = 1; i < axis; ++i) outer *= buf.size(i);
-  for (int i = axis + 1; i < buf.dim(); ++i) inner *= buf.size(i);
-  const int64_t T = buf.size(axis), n = std::min(filled, T) * inner;
-  for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * T * inner, src + o * T * inner, size_t(n) * sizeof(float));
+// A buffer shaped [rows, outer..., T, inner...] (time axis `axis`) seen as
+// blocks of [T, inner]: the floats of one position, and the blocks per row.
+struct TimeLayout {
+  int64_t blocks_per_row = 1, inner = 1, T = 0;
+};
+TimeLayout time_layout(const Tensor& buf, int axis) {
+  TimeLayout l;
+  for (int i = 1; i < axis; ++i) l.blocks_per_row *= buf.size(i);
+  for (int i = axis + 1; i < buf.dim(); ++i) l.inner *= buf.size(i);
+  l.T = buf.size(axis);
+  return l;
+}
+
+// The first `filled` positions of `blocks` consecutive blocks, from blocks of
+// src_T positions to blocks of dst_T (a gather: equal; a growth: dst_T longer).
+void copy_time_prefix(const float* src, int64_t src_T, float* dst, int64_t dst_T, int64_t blocks, int64_t inner,
+                      int64_t filled) {
+  const int64_t n = std::min(filled, std::min(src_T, dst_T)) * inner;
+  for (int64_t b = 0; b < blocks; ++b)
+    std::memcpy(dst + b * dst_T * inner, src + b * src_T * inner, size_t(n) * sizeof(float));
 }
 
 }  // namespace
@@ -81,7 +93,9 @@ void DecoderState::gather(const std::vector<int64_t>& from) {
     float* dst = spare.data();
     auto axis = time_axis_.find(name);
     if (axis != time_axis_.end() && filled_steps_ >= 0) {
-      for (int64_t i = 0; i < n; ++i) copy_time_prefix(buf, axis->second, filled_steps_, src + from[size_t(i)] * row, dst + i * row);
+      const TimeLayout l = time_layout(buf, axis->second);
+      for (int64_t i = 0; i < n; ++i)
+        copy_time_prefix(src + from[size_t(i)] * row, l.T, dst + i * row, l.T, l.blocks_per_row, l.inner, filled_steps_);
       continue;
     }
     for (int64_t i = 0; i < n; ++i)
@@ -95,17 +109,13 @@ void DecoderState::gather(const std::vector<int64_t>& from) {
 void DecoderState::grow_time_axes(int64_t len) {
   for (const auto& [name, axis] : time_axis_) {
     Tensor& buf = buffers_[name];
-    const int64_t T = buf.size(axis);
-    if (T >= len) continue;
+    const TimeLayout l = time_layout(buf, axis);
+    if (l.T >= len) continue;
     Shape s = buf.shape();
     s[axis] = len;
     Tensor grown = Tensor::empty(s);
-    int64_t outer = 1, inner = 1;  // per row: outer x [T] x inner
-    for (int i = 1; i < axis; ++i) outer *= buf.size(i);
-    for (int i = axis + 1; i < buf.dim(); ++i) inner *= buf.size(i);
-    const int64_t n = (filled_steps_ < 0 ? T : std::min(filled_steps_, T)) * inner;
-    for (int64_t r = 0; r < rows_ * outer; ++r)
-      std::memcpy(grown.data() + r * len * inner, buf.data() + r * T * inner, size_t(n) * sizeof(float));
+    copy_time_prefix(buf.data(), l.T, grown.data(), len, rows_ * l.blocks_per_row, l.inner,
+                     filled_steps_ < 0 ? l.T : filled_steps_);
     buf = grown;  // the spare is re-made at the next gather (its shape differs)
   }
 }
