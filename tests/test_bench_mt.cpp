@@ -55,9 +55,12 @@ TEST(TorchPeerBench, LuongTrainAndDecodeRunBesideTheSameShapedPeer) {
 // steps of `rows` rows each, the self-attention over 1 .. steps[i] positions.
 struct GemmCount {
   const bench::TransformerDims& d;
+  bool with_attention = true;  // false: only the products that run through sgemm (mt_flops.h's Product lists)
   double total = 0;
   void gemm(double m, double n, double k) { total += 2 * m * n * k; }
-  void attention(double q, double k) { gemm(q, k, d.E), gemm(q, d.E, k); }  // Q K^T and P V, all heads
+  void attention(double q, double k) {  // Q K^T and P V, all heads
+    if (with_attention) gemm(q, k, d.E), gemm(q, d.E, k);
+  }
   void encoder(double s) {
     for (int l = 0; l < d.enc_layers; ++l) gemm(s, 3 * d.E, d.E), attention(s, s), gemm(s, d.E, d.E), feed_forward(s);
   }
@@ -97,6 +100,34 @@ TEST(MtFlops, TrainingAndSearchEqualTheProductsCountedOneByOne) {
   }
 }
 
+double flops_of(const std::vector<bench::Product>& products) {
+  double f = 0;
+  for (const bench::Product& p : products) f += 2.0 * double(p.m) * double(p.n) * double(p.k) * double(p.count);
+  return f;
+}
+
+TEST(MtFlops, ProductListsHoldEveryProductButAttentionsScores) {
+  const bench::TransformerDims tiny{2, 3, 5, 1, 1}, preset{256, 1024, 8000, 3, 3};
+  for (const bench::TransformerDims& d : {tiny, preset}) {
+    // 4 sentences of 6 source and 7 target positions: no padding, so the lists equal the count without attention
+    GemmCount train{d, false}, step{d, false};
+    for (int i = 0; i < 4; ++i) {
+      train.encoder(6);
+      for (int l = 0; l < d.dec_layers; ++l) train.gemm(6, 2 * d.E, d.E);
+      train.decoder(7, 7, 6);
+    }
+    EXPECT_DOUBLE_EQ(flops_of(bench::transformer_train_products(d, 4, 6, 7)), 3 * train.total);
+    step.decoder(5, 1, 1);  // one step of 5 rows
+    EXPECT_DOUBLE_EQ(flops_of(bench::transformer_step_products(d, 5)), step.total);
+  }
+  // a backward product has its forward's size in another order: dA [m, k] = dC [m, n] B^T, dB [k, n] = A^T dC
+  const auto p = bench::transformer_train_products(tiny, 1, 1, 1);
+  EXPECT_EQ(p[1].m, p[0].m);
+  EXPECT_EQ(p[1].n, p[0].k);
+  EXPECT_EQ(p[2].m, p[0].k);
+  EXPECT_EQ(p[2].n, p[0].n);
+}
+
 // The lines of a run, by their "bench" and "impl" fields ("" when absent)
 std::multimap<std::string, nlohmann::json> lines_by_kind(const std::string& out) {
   std::multimap<std::string, nlohmann::json> lines;
@@ -111,7 +142,9 @@ std::multimap<std::string, nlohmann::json> lines_by_kind(const std::string& out)
 TEST(TorchPeerBench, TransformerTrainAndDecodeRunBesideTheSameShapedPeer) {
   TempDir dir("bench_transformer");
   const CommandResult r = run_attn(
-      "bench train decode --model transformer --batch 2 --decode-batch 1 --beam 1 5 --repeats 1 --threads 1", dir.path);
+      "bench train decode --model transformer --batch 2 --decode-batch 1 --beam 1 5 --repeats 1 --threads 1 "
+      "--lengths uniform",
+      dir.path);
   ASSERT_EQ(r.status, 0) << r.err;
   const auto lines = lines_by_kind(r.out);
   for (const auto& [kind, j] : lines) EXPECT_FALSE(j.contains("error")) << j.dump();
@@ -121,6 +154,7 @@ TEST(TorchPeerBench, TransformerTrainAndDecodeRunBesideTheSameShapedPeer) {
   ASSERT_EQ(lines.count("decode/torch"), 2u) << r.out;
   // the output layer's shape per figure (train, decode beam 1, beam 5), and 2048 once per suite
   EXPECT_EQ(lines.count("sgemm/attn"), 5u) << r.out;
+  EXPECT_EQ(lines.count("sgemm_products/attn"), 3u) << r.out;  // the step's products, per figure
   ASSERT_EQ(lines.count("train_rates/"), 1u) << r.out;
   ASSERT_EQ(lines.count("decode_rates/"), 2u) << r.out;
 
@@ -130,7 +164,9 @@ TEST(TorchPeerBench, TransformerTrainAndDecodeRunBesideTheSameShapedPeer) {
   EXPECT_EQ(train.value("params", int64_t(0)), 7586624) << train.dump();  // the 7.6M of bench_mt.cpp
   EXPECT_EQ(peer.value("params", int64_t(-1)), train.value("params", int64_t(0)));
   EXPECT_EQ(peer.value("tgt_tokens", int64_t(-1)), train.value("tgt_tokens", int64_t(0)));
-  EXPECT_EQ(train.value("flops", 0.0), bench::transformer_train_flops(dims, {8, 15}));  // lengths 8 + (7 b mod 13)
+  EXPECT_EQ(train.value("flops", 0.0), bench::transformer_train_flops(dims, {14, 14}));  // --lengths uniform
+  EXPECT_EQ(train.value("tgt_tokens", int64_t(0)), 30);
+  EXPECT_EQ(peer.value("lengths", ""), "uniform");
   EXPECT_GT(train.value("gflops", 0.0), 0.0);
   EXPECT_GT(train.value("pool_peak_bytes", int64_t(0)), 0);
   EXPECT_GT(peer.value("peak_rss_delta_bytes", int64_t(0)), 0);
@@ -138,7 +174,7 @@ TEST(TorchPeerBench, TransformerTrainAndDecodeRunBesideTheSameShapedPeer) {
     const nlohmann::json& j = it->second;
     const int64_t beam = j.value("beam", 0), steps = j.value("row_steps", int64_t(0)) / beam;
     EXPECT_GT(steps, 0) << j.dump();
-    EXPECT_EQ(j.value("flops", 0.0), bench::transformer_search_flops(dims, {8}, {steps}, beam)) << j.dump();
+    EXPECT_EQ(j.value("flops", 0.0), bench::transformer_search_flops(dims, {14}, {steps}, beam)) << j.dump();
     EXPECT_GT(j.value("peak_bytes_per_sent", 0.0), 0.0) << j.dump();
   }
   for (auto [it, end] = lines.equal_range("decode/torch"); it != end; ++it) {
@@ -147,7 +183,8 @@ TEST(TorchPeerBench, TransformerTrainAndDecodeRunBesideTheSameShapedPeer) {
   }
   for (const char* kind : {"train_rates/", "decode_rates/"})
     for (auto [it, end] = lines.equal_range(kind); it != end; ++it)
-      for (const char* field : {"speedup", "fraction_of_sgemm_2048", "fraction_of_sgemm_shape"})
+      for (const char* field :
+           {"speedup", "fraction_of_sgemm_2048", "fraction_of_sgemm_shape", "fraction_of_sgemm_products"})
         EXPECT_GT(it->second.value(field, 0.0), 0.0) << field << " " << it->second.dump();
   for (auto [it, end] = lines.equal_range("decode_rates/"); it != end; ++it)
     EXPECT_GT(it->second.value("speedup_per_row_step", 0.0), 0.0) << it->second.dump();

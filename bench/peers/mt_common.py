@@ -28,6 +28,7 @@ def parser(shapes):
     p.add_argument("--model", choices=shapes, default=shapes[0])
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--beam", type=int, default=1)
+    p.add_argument("--lengths", choices=["mixed", "uniform"], default="mixed")
     return p
 
 
@@ -119,11 +120,11 @@ def beam(model, src, lengths, K, max_len):
     return torch.stack(tokens, 1)
 
 
-def make_batch(B):
-    """bench_mt.cpp's recipe: lengths 8 + (7 b mod 13), random ids >= 4 -> src [B, S],
+def make_batch(B, uniform=False):
+    """bench_mt.cpp's recipe: lengths 8 + (7 b mod 13) (uniform: 14 each), random ids >= 4 -> src [B, S],
     lengths [B], tgt_in [B, S + 1] (BOS first), tgt_out [B, S + 1] (EOS last), PAD after."""
     g = torch.Generator().manual_seed(7)
-    lengths = torch.tensor([8 + (7 * b) % 13 for b in range(B)])
+    lengths = torch.tensor([14 if uniform else 8 + (7 * b) % 13 for b in range(B)])
     S = int(lengths.max())
     src = torch.zeros(B, S, dtype=torch.long)
     tgt_in = torch.zeros(B, S + 1, dtype=torch.long)
@@ -145,8 +146,8 @@ def run(model, a):
     Prints one JSON line. Memory, from the peak resident set (ru_maxrss): training's
     peak_rss_delta_bytes counts from setup() (the model, gradients, Adam's moments, the steps);
     decoding's peak_bytes_per_sent from the start of run() (the searches), per sentence."""
-    src, lengths, tgt_in, tgt_out = make_batch(a.batch)
-    record = {"impl": "torch", "version": torch.__version__, "model": a.model, "batch": a.batch}
+    src, lengths, tgt_in, tgt_out = make_batch(a.batch, a.lengths == "uniform")
+    record = {"impl": "torch", "version": torch.__version__, "model": a.model, "batch": a.batch, "lengths": a.lengths}
     if a.mode == "train":
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         model.train()

@@ -16,6 +16,9 @@ struct BenchOptions {
   std::string python = "/usr/bin/python3";  // interpreter that has python3-torch
   std::string peer_dir;     // folder of the peer scripts (find_peer_dir)
   bool large = false;       // also the long shapes (attention: L=4096 and L=16384; minutes)
+  // train/decode batches (bench_mt.cpp): "mixed" lengths 8..20 in one batch, or
+  // "uniform" (14 each, as the trainer's length-sorted batches are)
+  std::string lengths = "mixed";
 };
 
 // Median wall time of `fn` in milliseconds over opt.repeats calls after `warmup` calls.

@@ -16,9 +16,12 @@
 //   transformer configs/multi30k-transformer.yaml: joint vocab 8000 (tied_embeddings all), embed 256,
 //             3 + 3 layers, 4 heads, feed-forward 1024, relu, pre-norm, sinusoidal positions,
 //             dropout and attention_dropout 0.2 (7.6M parameters)
-// Batch: `batch` sentences with source and target lengths 8 + (7 b mod 13)
+// Batch (--lengths mixed, the default): `batch` sentences with source and target lengths 8 + (7 b mod 13)
 // (Multi30k-like, 8..20 pieces, 14.0 on average + EOS: 256 sentences are
-// ~3840 target tokens, the size of the recipe's 4096-token batches); ids drawn
+// ~3840 target tokens, the size of the recipe's 4096-token batches; padded to
+// 20, so the products run over 21/15 of the tokens the count of mt_flops.h
+// credits), or (--lengths uniform) 14 each, as the trainer's length-sorted
+// batches are; ids drawn
 // from a fixed Rng. An untrained model rarely emits EOS, so decoding runs to
 // the length limit: attn each sentence to its own (1.5 * its length + 5 steps),
 // the peer every row to the batch's (1.5 * the longest + 5, as fairseq's), the
@@ -84,25 +87,34 @@ models::ModelConfig shape(const std::string& name) { return models::model_config
 // The PyTorch peer script of a shape
 std::string peer_of(const std::string& name) { return preset(name).peer; }
 
-int64_t length_of(int64_t b) { return 8 + (7 * b) % 13; }
+// Sentence b's source and target length: 8..20 in a batch ("mixed"), or 14 each
+// ("uniform": the trainer sorts pairs by length before it cuts batches, so its
+// Multi30k batches hold one or two lengths)
+int64_t length_of(int64_t b, const BenchOptions& opt) { return opt.lengths == "uniform" ? 14 : 8 + (7 * b) % 13; }
 
-std::vector<int64_t> lengths_of(int64_t batch) {
+std::vector<int64_t> lengths_of(int64_t batch, const BenchOptions& opt) {
   std::vector<int64_t> out;
-  for (int64_t b = 0; b < batch; ++b) out.push_back(length_of(b));
+  for (int64_t b = 0; b < batch; ++b) out.push_back(length_of(b, opt));
   return out;
 }
 
-data::Seq2SeqBatch make_batch(int64_t B, int64_t vocab) {
+// The longest source of a batch of B (the padded length)
+int64_t max_length(int64_t B, const BenchOptions& opt) {
+  int64_t S = 0;
+  for (int64_t i = 0; i < B; ++i) S = std::max(S, length_of(i, opt));
+  return S;
+}
+
+data::Seq2SeqBatch make_batch(int64_t B, int64_t vocab, const BenchOptions& opt) {
   Rng rng(7);
   data::Seq2SeqBatch b;
-  int64_t S = 0;
-  for (int64_t i = 0; i < B; ++i) S = std::max(S, length_of(i));
+  const int64_t S = max_length(B, opt);
   const int64_t T = S + 1;
   b.src = Tensor::zeros({B, S});
   b.tgt_in = Tensor::zeros({B, T});
   b.tgt_out = Tensor::zeros({B, T});
   for (int64_t i = 0; i < B; ++i) {
-    const int64_t L = length_of(i);
+    const int64_t L = length_of(i, opt);
     b.src_lengths.push_back(L);
     std::vector<int> tgt;
     for (int64_t j = 0; j < L; ++j) {
@@ -140,7 +152,7 @@ nlohmann::json train_line(const BenchOptions& opt, const std::string& name, int6
   auto model = models::make_model(c, init, 2);
   model->train(true);
   train::Adam adam(model->named_parameters());
-  data::Seq2SeqBatch b = make_batch(batch, c.tgt_vocab);
+  data::Seq2SeqBatch b = make_batch(batch, c.tgt_vocab, opt);
   int64_t tokens = 0;
   for (const auto& t : b.targets) tokens += int64_t(t.size()) + 1;
   models::LossOptions lo;
@@ -154,12 +166,13 @@ nlohmann::json train_line(const BenchOptions& opt, const std::string& name, int6
         adam.step();
       },
       opt.repeats);
-  nlohmann::json j = {{"bench", "train"}, {"impl", "attn"}, {"model", name}, {"batch", batch}, {"threads", opt.threads},
+  nlohmann::json j = {{"bench", "train"}, {"impl", "attn"}, {"model", name}, {"batch", batch}, {"lengths", opt.lengths},
+                      {"threads", opt.threads},
                       {"params", model->num_parameters()}, {"tgt_tokens", tokens}, {"step_ms", ms},
                       {"tgt_tokens_per_s", double(tokens) / (ms / 1000.0)},
                       {"pool_peak_bytes", pool::stats().peak_bytes_in_use}, {"max_rss_bytes", rss_peak_bytes()}};
   if (auto d = transformer_dims(c)) {
-    const double flops = transformer_train_flops(*d, lengths_of(batch));
+    const double flops = transformer_train_flops(*d, lengths_of(batch, opt));
     j.update({{"flops", flops}, {"gflops", flops / (ms * 1e6)}});
   }
   return j;
@@ -171,7 +184,7 @@ nlohmann::json train_line(const BenchOptions& opt, const std::string& name, int6
 nlohmann::json decode_line(const BenchOptions& opt, const std::string& name, const models::Seq2SeqModel& model,
                            int64_t batch, int beam) {
   const models::ModelConfig& c = model.config();
-  data::Seq2SeqBatch b = make_batch(batch, c.src_vocab);
+  data::Seq2SeqBatch b = make_batch(batch, c.src_vocab, opt);
   decode::SearchOptions so;
   so.beam = beam;
   so.max_len_ratio = 1.5;
@@ -199,11 +212,12 @@ nlohmann::json decode_line(const BenchOptions& opt, const std::string& name, con
   int64_t row_steps = 0;
   for (int64_t n : steps) row_steps += n * beam;
   nlohmann::json j = {{"bench", "decode"}, {"impl", "attn"}, {"model", name}, {"batch", batch}, {"beam", beam},
+                      {"lengths", opt.lengths},
                       {"threads", opt.threads}, {"ms", ms}, {"sents_per_s", double(batch) / (ms / 1000.0)},
                       {"prepare_ms", prepare_ms}, {"tokens_out", tokens}, {"row_steps", row_steps},
                       {"peak_bytes_per_sent", double(pool::stats().peak_bytes_in_use - in_use) / double(batch)}};
   if (auto d = transformer_dims(c)) {
-    const double flops = transformer_search_flops(*d, lengths_of(batch), steps, beam);
+    const double flops = transformer_search_flops(*d, lengths_of(batch, opt), steps, beam);
     j.update({{"flops", flops}, {"gflops", flops / (ms * 1e6)}});
   }
   return j;
@@ -226,12 +240,16 @@ void bench_mt_train(const BenchOptions& opt, const std::vector<std::string>& sha
       emit(j);
       std::vector<nlohmann::json> peer;
       if (opt.run_peers)
-        peer = run_peer(opt, peer_of(name), "--mode train --model " + name + " --batch " + std::to_string(batch));
+        peer = run_peer(opt, peer_of(name), "--mode train --model " + name + " --batch " + std::to_string(batch) +
+                                                     " --lengths " + opt.lengths);
       if (!j.contains("flops")) continue;
       const models::ModelConfig c = shape(name);
       // the step's largest product: the output layer over the batch's target tokens
       const double at_shape = sgemm_line(j["tgt_tokens"].get<int64_t>(), c.tgt_vocab, c.embed, "train output layer", opt);
-      emit_rates(j, peer, "tgt_tokens_per_s", {square_sgemm(square, opt), at_shape});
+      const int64_t S = max_length(batch, opt);
+      const double products =
+          sgemm_products_line(transformer_train_products(*transformer_dims(c), batch, S, S + 1), "train step", opt);
+      emit_rates(j, peer, "tgt_tokens_per_s", {square_sgemm(square, opt), at_shape, products});
     }
 }
 
@@ -251,11 +269,14 @@ void bench_mt_decode(const BenchOptions& opt, const std::vector<std::string>& sh
         std::vector<nlohmann::json> peer;
         if (opt.run_peers)
           peer = run_peer(opt, peer_of(name), "--mode decode --model " + name + " --batch " + std::to_string(batch) +
-                                                  " --beam " + std::to_string(beam));
+                                                  " --beam " + std::to_string(beam) + " --lengths " + opt.lengths);
         if (!j.contains("flops")) continue;
         // a step's largest product: the output layer over the batch's rows
         const double at_shape = sgemm_line(batch * beam, c.tgt_vocab, c.embed, "decode output layer", opt);
-        emit_rates(j, peer, "sents_per_s", {square_sgemm(square, opt), at_shape});
+        // a step of the full batch (rows leave it as their sentences finish)
+        const double products =
+            sgemm_products_line(transformer_step_products(*transformer_dims(c), batch * beam), "decode step", opt);
+        emit_rates(j, peer, "sents_per_s", {square_sgemm(square, opt), at_shape, products});
       }
   }
 }

@@ -23,6 +23,12 @@
 // and values once per sentence (Ld 4 E^2 Ns), then per step t = 1 .. n_i of
 // sentence i, per each of its k rows (beam k), the one new position:
 //   Ld x [ 12 E^2 + 4 E F + 4 E t + 4 E S_i ] + 2 E V               self-attention over t cached positions
+//
+// The products that run through sgemm (the linear layers and the output layer;
+// not attention's scores, which the fused kernels compute) are also listed by
+// shape, so that the bench can time them alone through the same BLAS: the rate
+// a step made only of its own products would reach (the ceiling of its fraction
+// of the sgemm rate). Listed on the padded shapes the step computes.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -67,4 +73,42 @@ inline double transformer_search_flops(const TransformerDims& d, const std::vect
   return total;
 }
 
+// One matrix product C [m, n] = A [m, k] B [k, n], `count` times
+struct Product {
+  int64_t m = 0, n = 0, k = 0, count = 1;
+};
+
+// The forward products of one decoder position over `rows` rows (a search step),
+// or of a layer stack over `src_rows` / `tgt_rows` token rows (training's forward).
+inline std::vector<Product> transformer_products(const TransformerDims& d, int64_t src_rows, int64_t tgt_rows,
+                                                 bool with_encoder) {
+  const int64_t E = int64_t(d.E), F = int64_t(d.F), V = int64_t(d.V);
+  const int64_t Le = int64_t(d.enc_layers), Ld = int64_t(d.dec_layers);
+  std::vector<Product> p;
+  if (with_encoder)  // qkv, out, FF up, FF down
+    p.insert(p.end(), {{src_rows, 3 * E, E, Le}, {src_rows, E, E, Le}, {src_rows, F, E, Le}, {src_rows, E, F, Le}});
+  // self qkv, self out, cross q, cross out, FF up, FF down; the cross keys and values of the memory
+  p.insert(p.end(), {{tgt_rows, 3 * E, E, Ld}, {tgt_rows, E, E, 3 * Ld}, {tgt_rows, F, E, Ld}, {tgt_rows, E, F, Ld}});
+  if (with_encoder) p.push_back({src_rows, 2 * E, E, Ld});
+  p.push_back({tgt_rows, V, E, 1});  // the output layer
+  return p;
+}
+
+// A training step's products over a batch padded to [B, S] sources and [B, T]
+// targets: each forward product and its two backward ones (dA = dC B^T: [m, n] x
+// [n, k]; dB = A^T dC: [k, m] x [m, n]).
+inline std::vector<Product> transformer_train_products(const TransformerDims& d, int64_t B, int64_t S, int64_t T) {
+  std::vector<Product> out;
+  for (const Product& f : transformer_products(d, B * S, B * T, true))
+    out.insert(out.end(), {f, {f.m, f.k, f.n, f.count}, {f.k, f.n, f.m, f.count}});
+  return out;
+}
+
+// One search step's products over `rows` decoder rows (batch x beam): the
+// decoder's, the cross keys and values being computed once per sentence
+inline std::vector<Product> transformer_step_products(const TransformerDims& d, int64_t rows) {
+  return transformer_products(d, 0, rows, false);
+}
+
 }  // namespace attn::bench
+

@@ -23,18 +23,26 @@ std::optional<TransformerDims> transformer_dims(const models::ModelConfig& c);
 // (`what`: the figure it is measured for) and returned.
 double sgemm_line(int64_t m, int64_t n, int64_t k, const std::string& what, const BenchOptions& opt);
 
-// The sgemm rates a figure is held to: square (n = 2048) and at the figure's
-// largest product (the output layer: tokens or rows x E -> V).
+// sgemm GFLOP/s over a list of products, each shape timed alone through attn's
+// BLAS (the same warm-up), weighted by its FLOPs and count: the rate a step
+// made only of these products would reach. Printed as {"bench": "sgemm_products",
+// "for", "products" (the distinct shapes), "gflops"} and returned.
+double sgemm_products_line(const std::vector<Product>& products, const std::string& what, const BenchOptions& opt);
+
+// The sgemm rates a figure is held to: square (n = 2048), at the figure's
+// largest product (the output layer: tokens or rows x E -> V), and over all of
+// the step's own products (sgemm_products_line).
 struct SgemmRates {
   double square = 0;
   double shape = 0;
+  double products = 0;
 };
 
 // {"bench": "<attn_line's bench>_rates", model, batch, (beam), "speedup": attn's
 // `per_s` field / the peer's (absent when the peer printed none), for searches
 // "speedup_per_row_step" (decoder rows x steps per second, attn's / the peer's), "gflops",
 // "sgemm_2048_gflops", "fraction_of_sgemm_2048", "sgemm_shape_gflops",
-// "fraction_of_sgemm_shape"}; printed.
+// "fraction_of_sgemm_shape", "sgemm_products_gflops", "fraction_of_sgemm_products"}; printed.
 void emit_rates(const nlohmann::json& attn_line, const std::vector<nlohmann::json>& peer_lines,
                 const std::string& per_s, const SgemmRates& sgemm);
 

@@ -32,6 +32,11 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--decode-batch", *dec_batches, "decode: batch sizes")->capture_default_str();
   cmd->add_option("--beam", *beams, "decode: beam sizes (1: greedy)")->capture_default_str();
   cmd->add_option("--threads", opt->threads, "threads for us and for the peer")->capture_default_str();
+  cmd->add_option("--lengths", opt->lengths,
+                  "train/decode: sentence lengths in a batch, mixed (8..20) or uniform (14 each, as length-sorted "
+                  "batches are)")
+      ->check(CLI::IsMember({"mixed", "uniform"}))
+      ->capture_default_str();
   cmd->add_option("--repeats", opt->repeats, "timed calls per figure (median reported)")->capture_default_str();
   cmd->add_flag("!--no-peers", opt->run_peers, "skip the PyTorch peer");
   cmd->add_flag("--large", opt->large, "also the long shapes (minutes)");
