@@ -82,13 +82,13 @@ TEST(RowsGemm, RowResultIndependentOfRowCount) {
 // naming the known ones. StepLinear takes fp32 unless told otherwise.
 TEST(StepWeightTypes, EveryRowIsNamedAndReadBack) {
   const nn::StepWeightKernels& f32 = nn::step_weight_kernels(nn::StepWeightType::F32);
-  EXPECT_STREQ(f32.name, "f32");
-  EXPECT_EQ(nn::step_weight_type("f32"), nn::StepWeightType::F32);
+  EXPECT_STREQ(f32.name, "fp32");
+  EXPECT_EQ(nn::step_weight_type("fp32"), nn::StepWeightType::F32);
   try {
     nn::step_weight_type("int3");
     ADD_FAILURE() << "no error for an unknown type";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown weight type 'int3' (known: f32)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown weight type 'int3' (known: fp32, int8, bf16)"), std::string::npos) << e.what();
   }
   Rng rng(3);
   const nn::StepLinear lin(rand_uniform({5, 4}, rng, -1, 1), false);
@@ -120,7 +120,8 @@ TEST(StepLinear, RowMajorAndPackedMatchReference) {
           // unit by unit into a tile: the same values, bit for bit
           for (int64_t u = 0; u < lin.units(); ++u) {
             std::vector<float> tile(size_t(m * 32), -7.0f);
-            lin.apply_unit(m, a.data(), K, u, tile.data(), 32);
+            nn::StepInput in;
+            lin.apply_unit(in.set(nn::StepWeightType::F32, m, K, a.data(), K), u, tile.data(), 32);
             ASSERT_EQ(lin.unit_cols(u), std::min<int64_t>(32, out - u * 32));
             for (int64_t i = 0; i < m; ++i)
               for (int64_t j = 0; j < 32; ++j) {
@@ -219,7 +220,7 @@ TEST(RnnSearchSearchStep, MatchesStepForBothLayouts) {
     for (int layout = 0; layout < 8; ++layout) {
       // row-major and packed weights, each with the embedding's products folded and per step,
       // and each of those with the context's products folded and per step
-      const models::StepPacking packing = layout % 2 ? models::StepPacking::Packed : models::StepPacking::RowMajor;
+      const models::StepLayout packing{layout % 2 == 1, nn::StepWeightType::F32};
       const bool fold = layout % 4 < 2;
       const models::ContextProducts context =
           layout < 4 ? models::ContextProducts::Folded : models::ContextProducts::PerStep;

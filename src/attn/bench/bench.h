@@ -19,6 +19,8 @@ struct BenchOptions {
   // train/decode batches (bench_mt.cpp): "mixed" lengths 8..20 in one batch, or
   // "uniform" (14 each, as the trainer's length-sorted batches are)
   std::string lengths = "mixed";
+  // decode: the searches' compute types (--compute: fp32, int8, bf16), one figure each
+  std::vector<std::string> computes = {"fp32"};
 };
 
 // Median wall time of `fn` in milliseconds over opt.repeats calls after `warmup` calls.

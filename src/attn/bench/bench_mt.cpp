@@ -39,6 +39,7 @@
 #include "attn/cpu/threading.h"
 #include "attn/decode/search.h"
 #include "attn/models/seq2seq.h"
+#include "attn/nn/step_weight_types.h"
 #include "attn/tensor/pool.h"
 #include "attn/train/clip_grad.h"
 #include "attn/train/optim.h"
@@ -182,7 +183,7 @@ nlohmann::json train_line(const BenchOptions& opt, const std::string& name, int6
 // decoder weights prepared once); the pool's peak over the searches beyond what
 // was in use before them, per sentence.
 nlohmann::json decode_line(const BenchOptions& opt, const std::string& name, const models::Seq2SeqModel& model,
-                           int64_t batch, int beam) {
+                           int64_t batch, int beam, const std::string& compute) {
   const models::ModelConfig& c = model.config();
   data::Seq2SeqBatch b = make_batch(batch, c.src_vocab, opt);
   decode::SearchOptions so;
@@ -191,7 +192,8 @@ nlohmann::json decode_line(const BenchOptions& opt, const std::string& name, con
   so.max_len_offset = 5;
   so.alignments = false;
   // as `attn translate` and translate_lines do: the decoder weights prepared once, then many searches
-  const double prepare_ms = median_ms([&] { so.prepared = model.prepare_decoder(batch * beam); }, 1, 0);
+  so.compute = nn::step_weight_type(compute);
+  const double prepare_ms = median_ms([&] { so.prepared = model.prepare_decoder(batch * beam, so.compute); }, 1, 0);
   const size_t in_use = pool::stats().bytes_in_use;
   pool::reset_peak();
   int64_t tokens = 0;
@@ -212,7 +214,7 @@ nlohmann::json decode_line(const BenchOptions& opt, const std::string& name, con
   int64_t row_steps = 0;
   for (int64_t n : steps) row_steps += n * beam;
   nlohmann::json j = {{"bench", "decode"}, {"impl", "attn"}, {"model", name}, {"batch", batch}, {"beam", beam},
-                      {"lengths", opt.lengths},
+                      {"lengths", opt.lengths}, {"compute", compute},
                       {"threads", opt.threads}, {"ms", ms}, {"sents_per_s", double(batch) / (ms / 1000.0)},
                       {"prepare_ms", prepare_ms}, {"tokens_out", tokens}, {"row_steps", row_steps},
                       {"peak_bytes_per_sent", double(pool::stats().peak_bytes_in_use - in_use) / double(batch)}};
@@ -221,6 +223,24 @@ nlohmann::json decode_line(const BenchOptions& opt, const std::string& name, con
     j.update({{"flops", flops}, {"gflops", flops / (ms * 1e6)}});
   }
   return j;
+}
+
+// {"bench": "decode_compute", model, batch, beam, compute, "speedup_over_fp32"
+// (when fp32 ran too), "speedup_over_peer"} for every compute type but fp32
+void emit_compute_speedups(const std::vector<nlohmann::json>& lines, const std::vector<nlohmann::json>& peer) {
+  const nlohmann::json* fp32 = nullptr;
+  for (const nlohmann::json& j : lines)
+    if (j.value("compute", "") == "fp32") fp32 = &j;
+  for (const nlohmann::json& j : lines) {
+    if (j.value("compute", "") == "fp32") continue;
+    nlohmann::json s = {{"bench", "decode_compute"}, {"model", j["model"]},     {"batch", j["batch"]},
+                        {"beam", j["beam"]},         {"compute", j["compute"]}};
+    if (fp32) s["speedup_over_fp32"] = double(j["sents_per_s"]) / double((*fp32)["sents_per_s"]);
+    for (const nlohmann::json& p : peer)
+      if (p.value("bench", "") == "decode" && p.contains("sents_per_s"))
+        s["speedup_over_peer"] = double(j["sents_per_s"]) / double(p["sents_per_s"]);
+    emit(s);
+  }
 }
 
 // The sgemm rate at n = 2048, measured once per suite when a figure needs it
@@ -264,19 +284,23 @@ void bench_mt_decode(const BenchOptions& opt, const std::vector<std::string>& sh
     model->train(false);
     for (int64_t batch : batches)
       for (int beam : beams) {
-        const nlohmann::json j = decode_line(opt, name, *model, batch, beam);
-        emit(j);
+        std::vector<nlohmann::json> lines;  // one per compute type
+        for (const std::string& compute : opt.computes) {
+          lines.push_back(decode_line(opt, name, *model, batch, beam, compute));
+          emit(lines.back());
+        }
         std::vector<nlohmann::json> peer;
         if (opt.run_peers)
           peer = run_peer(opt, peer_of(name), "--mode decode --model " + name + " --batch " + std::to_string(batch) +
                                                   " --beam " + std::to_string(beam) + " --lengths " + opt.lengths);
-        if (!j.contains("flops")) continue;
+        emit_compute_speedups(lines, peer);
+        if (!lines[0].contains("flops")) continue;
         // a step's largest product: the output layer over the batch's rows
         const double at_shape = sgemm_line(batch * beam, c.tgt_vocab, c.embed, "decode output layer", opt);
         // a step of the full batch (rows leave it as their sentences finish)
         const double products =
             sgemm_products_line(transformer_step_products(*transformer_dims(c), batch * beam), "decode step", opt);
-        emit_rates(j, peer, "sents_per_s", {square_sgemm(square, opt), at_shape, products});
+        for (const nlohmann::json& j : lines) emit_rates(j, peer, "sents_per_s", {square_sgemm(square, opt), at_shape, products});
       }
   }
 }

@@ -39,6 +39,7 @@ void emit_rates(const nlohmann::json& attn_line, const std::vector<nlohmann::jso
   nlohmann::json j = {{"bench", attn_line.value("bench", "") + "_rates"}, {"model", attn_line.at("model")},
                       {"batch", attn_line.at("batch")}};
   if (attn_line.contains("beam")) j["beam"] = attn_line["beam"];
+  if (attn_line.contains("compute")) j["compute"] = attn_line["compute"];
   for (const nlohmann::json& p : peer_lines) {
     if (!p.contains(per_s) || p.value("bench", "") != attn_line.value("bench", "")) continue;
     j["speedup"] = double(attn_line.at(per_s)) / double(p[per_s]);

@@ -37,6 +37,9 @@ void add_bench_command(CLI::App& app) {
                   "batches are)")
       ->check(CLI::IsMember({"mixed", "uniform"}))
       ->capture_default_str();
+  cmd->add_option("--compute", opt->computes, "decode: the searches' element types, one figure each (fp32, int8, bf16)")
+      ->check(CLI::IsMember({"fp32", "int8", "bf16"}))
+      ->capture_default_str();
   cmd->add_option("--repeats", opt->repeats, "timed calls per figure (median reported)")->capture_default_str();
   cmd->add_flag("!--no-peers", opt->run_peers, "skip the PyTorch peer");
   cmd->add_flag("--large", opt->large, "also the long shapes (minutes)");

@@ -32,6 +32,7 @@ void add_explain_command(CLI::App& app) {
     decode::ExplainOptions explain;
     models::MapChoice map, self_map;  // --attention-map / --layer / --head, and the --self- ones
     int threads = 0;
+    std::string compute = "fp32";
   };
   auto o = std::make_shared<Opts>();
   cmd->add_option("-m,--model", o->model, "run directory written by `attn train`");
@@ -60,6 +61,7 @@ void add_explain_command(CLI::App& app) {
   add_attention_map_options(*cmd, o->self_map, "self-");
   cmd->add_option("--example", o->example, "print a seed tutorial's worked example: general-attention, translation-step");
   add_threads_option(*cmd, o->threads);
+  add_compute_option(*cmd, o->compute);
   cmd->callback([o] {
     if (!o->example.empty()) {
       std::cout << decode::example_text(o->example);
@@ -72,6 +74,7 @@ void add_explain_command(CLI::App& app) {
     decode::TranslationModel tm = decode::load_model_dir(o->model, o->weights);
     // an unknown map, layer or head: before any input is read
     o->explain.attention_map = chosen_attention_map(*tm.model, o->map);
+    o->explain.compute = compute_type(o->compute);
     const std::vector<std::string> self_maps = tm.model->encoder_attention_maps();
     const bool self_asked = !o->self_heatmap.empty() || o->self_map.layer != 0 || !o->self_map.head.empty() ||
                             !o->self_map.name.empty();

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "attn/cli/search_options.h"
 #include "attn/cli/commands.h"
 #include "attn/decode/explain.h"
 #include "attn/decode/model_dir.h"
@@ -19,7 +20,7 @@ namespace attn::cli {
 void add_serve_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("serve", "serve a trained model over HTTP (translate or caption, explain, the web page)");
   struct Opts {
-    std::string model, weights;
+    std::string model, weights, compute = "fp32";
     serve::ServerOptions server;
   };
   auto o = std::make_shared<Opts>();
@@ -42,18 +43,22 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-texts", s.limits.max_texts, "most texts in one request (at most --queue)")
       ->capture_default_str();
   cmd->add_option("--threads", s.threads, "compute threads of the decoder")->capture_default_str();
+  add_compute_option(*cmd, o->compute);
   cmd->add_option("--http-threads", s.http_threads, "connections served at once")->capture_default_str();
   cmd->add_option("--timeout-s", s.timeout_s, "read / write / keep-alive timeout of a connection")
       ->capture_default_str();
   cmd->callback([o] {
     serve::StopSignals signals;  // before any thread starts, so that no thread dies of SIGTERM
     decode::TranslationModel tm = decode::load_model_dir(o->model, o->weights);  // text or image model
+    o->server.compute = compute_type(o->compute);
+    if (o->server.compute != nn::StepWeightType::F32)
+      (void)tm.model->prepare_decoder(1, o->server.compute);  // refuses a kind without a reduced-precision search now
     o->server.model_name = std::filesystem::path(o->model).lexically_normal().filename().string();
     if (o->server.model_name.empty()) o->server.model_name = o->model;
     // POST /v1/explain: what `attn explain --format json` prints for the sentence or
     // image (run on the decoding worker; an upload has no "image" path)
-    o->server.explain = [&tm, max_src_pieces = o->server.limits.max_src_pieces](const nlohmann::json& r,
-                                                                             const Tensor& pixels) {
+    o->server.explain = [&tm, max_src_pieces = o->server.limits.max_src_pieces,
+                         compute = o->server.compute](const nlohmann::json& r, const Tensor& pixels) {
       decode::ExplainOptions eo;
       eo.beam = r.at("beam").get<int>();
       eo.top_k = r.at("top_k").get<int>();
@@ -61,6 +66,7 @@ void add_serve_command(CLI::App& app) {
       eo.attention_map = r.value("attention_map", std::string());
       eo.self_attention_map = r.value("self_attention_map", std::string());
       eo.max_src_pieces = max_src_pieces;
+      eo.compute = compute;
       if (pixels.defined()) return decode::explain_pixels(tm, pixels, eo);
       return decode::explain_text(tm, r.at("text").get<std::string>(), eo);
     };

@@ -15,6 +15,9 @@ std::string version_text() {
   using namespace attn::cpu;
   std::string s = std::string("attn ") + ATTN_VERSION + "\n";
   s += std::string("instruction set: ") + isa_name(isa()) + " (CPU supports " + isa_name(detected_isa()) + ")\n";
+  const std::string extra = feature_names();
+  s += "dot-product instructions: " + (extra.empty() ? std::string("none") : extra) + "\n";
+  s += std::string("--compute auto: ") + (native_int8() ? "int8" : native_bf16() ? "bf16" : "fp32") + "\n";
   try {
     const BlasInfo& b = blas_info();
     s += "BLAS: " + b.config + " from " + b.path;

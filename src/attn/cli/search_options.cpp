@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "attn/cpu/isa.h"
 #include "attn/data/line_reader.h"
+#include "attn/nn/step_weight_types.h"
 
 namespace attn::cli {
 
@@ -16,6 +18,22 @@ CLI::Option* add_threads_option(CLI::App& cmd, int& threads) {
   return cmd.add_option("--threads", threads, "threads (0: all cores)")
       ->capture_default_str()
       ->check(CLI::Range(0, kMaxThreads));
+}
+
+CLI::Option* add_compute_option(CLI::App& cmd, std::string& compute) {
+  return cmd
+      .add_option("--compute", compute,
+                  "element type of the search's products: fp32, int8 (weights per output row, activations per "
+                  "row, int32 sums), bf16 (fp32 sums), auto (the fastest this CPU has: attn --version)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "int8", "bf16", "auto"}));
+}
+
+nn::StepWeightType compute_type(const std::string& name) {
+  if (name != "auto") return nn::step_weight_type(name);
+  if (cpu::native_int8()) return nn::StepWeightType::I8;
+  if (cpu::native_bf16()) return nn::StepWeightType::BF16;
+  return nn::StepWeightType::F32;
 }
 
 void add_attention_map_options(CLI::App& cmd, models::MapChoice& choice, const std::string& prefix) {

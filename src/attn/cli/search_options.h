@@ -23,6 +23,12 @@ constexpr int kMaxThreads = 4096;  // the training config's bound for train.thre
 CLI::Option* add_beam_option(CLI::App& cmd, int& beam, const std::string& help, bool short_flag = true);
 // --threads in [0, kMaxThreads] (0: all cores).
 CLI::Option* add_threads_option(CLI::App& cmd, int& threads);
+// --compute fp32|int8|bf16|auto: the element type of the search's products
+// (nn/step_weight_types.h; default fp32).
+CLI::Option* add_compute_option(CLI::App& cmd, std::string& compute);
+// The type a --compute value names; auto: the fastest this CPU runs natively
+// (int8 with VNNI, else bf16 with AVX-512 BF16, else fp32; `attn --version` says which).
+nn::StepWeightType compute_type(const std::string& name);
 // The bytes of an input line that are read (the rest of a longer line is never
 // held): 256 per allowed source piece, at least 64 KiB; 1 MiB without a piece
 // limit. A piece spans a few bytes of text (SentencePiece's longest are 16

@@ -66,6 +66,41 @@ Isa isa() {
   return Isa(g_isa.load(std::memory_order_acquire));
 }
 
+const Features& features() {
+  static const Features f = [] {
+    Features r;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return r;
+    r.avx512_vnni = ecx & (1u << 11);
+    r.amx_bf16 = edx & (1u << 22);
+    r.amx_int8 = (edx & (1u << 24)) && (edx & (1u << 25));
+    if (eax >= 1 && __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {  // sub-leaf 1 exists
+      r.avx_vnni = eax & (1u << 4);
+      r.avx512_bf16 = eax & (1u << 5);
+    }
+    return r;
+  }();
+  return f;
+}
+
+bool native_int8() {
+  const Isa level = isa();
+  return (level == Isa::avx512 && features().avx512_vnni) || (level == Isa::avx2 && features().avx_vnni);
+}
+
+bool native_bf16() { return isa() == Isa::avx512 && features().avx512_bf16; }
+
+std::string feature_names() {
+  const Features& f = features();
+  std::string out;
+  auto add = [&](bool has, const char* name) {
+    if (has) out += (out.empty() ? "" : " ") + std::string(name);
+  };
+  add(f.avx512_vnni, "avx512_vnni"), add(f.avx512_bf16, "avx512_bf16"), add(f.avx_vnni, "avx_vnni");
+  add(f.amx_int8, "amx_int8"), add(f.amx_bf16, "amx_bf16");
+  return out;
+}
+
 void set_isa_cap(Isa cap) {
   Isa detected = detected_isa();
   g_isa.store(int(cap < detected ? cap : detected), std::memory_order_release);

@@ -33,4 +33,21 @@ Isa isa();
 // ATTN_ISA, when set, is read on the first call of isa() and this overrides it
 void set_isa_cap(Isa cap);
 
+// Dot-product instructions beyond the psABI levels (CPUID leaf 7), for the int8
+// and bf16 kernels (kernels/quant_gemm.h). AMX is reported, not used yet.
+struct Features {
+  bool avx512_vnni = false;  // vpdpbusd on zmm
+  bool avx512_bf16 = false;  // vdpbf16ps
+  bool avx_vnni = false;     // vpdpbusd on ymm (VEX), AVX2 machines of 2021 on
+  bool amx_int8 = false, amx_bf16 = false;
+};
+// what this CPU has (read once; the wide registers' OS support is detected_isa()'s)
+const Features& features();
+// whether the int8 / bf16 kernels of the level isa() runs at may use their
+// native instructions: AVX-512 VNNI at avx512, AVX-VNNI at avx2; AVX-512 BF16 at avx512
+bool native_int8();
+bool native_bf16();
+// "avx512_vnni avx512_bf16 ..." (the features this CPU has, for `attn --version` and bench records)
+std::string feature_names();
+
 }  // namespace attn::cpu

@@ -74,6 +74,7 @@ Explanation explain_source(const models::Seq2SeqModel& model, const Tensor& src,
   so.max_len_ratio = o.max_len_ratio;
   so.max_len_offset = o.max_len_offset;
   so.alignments = false;  // the replay records the weights
+  so.compute = o.compute;
   so.attention_map = models::resolve_attention_map(model, o.attention_map);  // refuses an unknown name
   const Hypothesis best = search(model, src, {S}, so).at(0).hypotheses.at(0);
 

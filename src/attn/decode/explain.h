@@ -40,6 +40,9 @@ struct ExplainOptions {
   double max_len_ratio = 2.0;   // the search's length limit, as SearchOptions
   int64_t max_len_offset = 5;   // see max_len_ratio
   int64_t max_src_pieces = 250; // a text of more source pieces is refused (std::invalid_argument), never cut
+  // the search's products' element type (SearchOptions::compute); the step-by-step
+  // replay that records the weights and candidates runs in fp32 (model.step)
+  nn::StepWeightType compute = nn::StepWeightType::F32;
   std::string attention_map;    // the map explained ("": the model's default; an unknown one is refused,
                                 // std::invalid_argument listing the model's maps)
   std::string self_attention_map;  // the encoder self-attention map of "self_attention" (a model with

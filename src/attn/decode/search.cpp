@@ -33,7 +33,9 @@ void check(const models::Seq2SeqModel& model, const Tensor& src, const std::vect
 // options' attention map when the search keeps alignments (else none).
 std::unique_ptr<models::StepDecoder> make_decoder(const models::Seq2SeqModel& model, const models::Encoded& e,
                                                   int64_t max_rows, const SearchOptions& o) {
-  std::unique_ptr<models::StepDecoder> decoder = model.decoder(e.memory, max_rows, o.prepared);
+  std::shared_ptr<const models::PreparedDecoder> prepared = o.prepared;
+  if (!prepared && o.compute != nn::StepWeightType::F32) prepared = model.prepare_decoder(max_rows, o.compute);
+  std::unique_ptr<models::StepDecoder> decoder = model.decoder(e.memory, max_rows, prepared);
   if (o.alignments) decoder->report_attention(models::resolve_attention_map(model, o.attention_map));
   return decoder;
 }

@@ -47,6 +47,10 @@ struct SearchOptions {
   // (model.prepare_decoder() for at least the search's rows: B * beam), or
   // nullptr: each search prepares its own.
   std::shared_ptr<const models::PreparedDecoder> prepared;
+  // The element type of the search's products (fp32, int8, bf16:
+  // nn/step_weight_types.h), for a search that prepares its own weights;
+  // `prepared` was made for one type already (prepare_decoder(rows, compute)).
+  nn::StepWeightType compute = nn::StepWeightType::F32;
 };
 
 struct Hypothesis {

@@ -30,7 +30,7 @@ std::vector<Translation> translate_lines(const models::Seq2SeqModel& model, cons
     else ids[i].resize(size_t(limit));
   }
   SearchOptions so = options.search;
-  if (!so.prepared) so.prepared = model.prepare_decoder(options.batch_sentences * so.beam);  // once for all batches
+  if (!so.prepared) so.prepared = model.prepare_decoder(options.batch_sentences * so.beam, so.compute);  // once for all batches
   std::vector<size_t> order;
   for (size_t i = 0; i < lines.size(); ++i)
     if (!ids[i].empty()) order.push_back(i);

@@ -1,5 +1,7 @@
 #include "attn/models/seq2seq.h"
 
+#include "attn/nn/step_weight_types.h"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -147,8 +149,12 @@ std::unique_ptr<StepDecoder> Seq2SeqModel::decoder(const EncoderMemory& memory, 
   return std::make_unique<StepwiseDecoder>(*this, memory);
 }
 
-std::shared_ptr<const PreparedDecoder> Seq2SeqModel::prepare_decoder(int64_t max_rows) const {
+std::shared_ptr<const PreparedDecoder> Seq2SeqModel::prepare_decoder(int64_t max_rows,
+                                                                    nn::StepWeightType compute) const {
   (void)max_rows;
+  if (compute != nn::StepWeightType::F32)
+    throw std::invalid_argument("model type " + config_.type + ": its search computes in fp32 only (--compute " +
+                                nn::step_weight_kernels(compute).name + " is for rnnsearch, luong and transformer)");
   return nullptr;
 }
 

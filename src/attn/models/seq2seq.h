@@ -32,6 +32,7 @@
 #include "attn/models/config.h"
 #include "attn/models/decoder_state.h"
 #include "attn/nn/module.h"
+#include "attn/nn/step_weight_type.h"
 #include "attn/tensor/random.h"
 
 namespace attn::models {
@@ -191,10 +192,13 @@ public:
                                                std::shared_ptr<const PreparedDecoder> prepared = nullptr) const;
 
   // The weights decoder() reads, laid out once for searches of up to
-  // max_rows rows, for callers that run many searches with unchanged
-  // parameters (translate_lines, `attn translate`, the decode benchmark).
-  // nullptr when the model has nothing to prepare (the default).
-  virtual std::shared_ptr<const PreparedDecoder> prepare_decoder(int64_t max_rows) const;
+  // max_rows rows whose products compute in `compute` (fp32, int8, bf16:
+  // nn/step_weight_types.h), for callers that run many searches with
+  // unchanged parameters (translate_lines, `attn translate`, the decode
+  // benchmark). nullptr when the model has nothing to prepare (the default,
+  // fp32 only: another type throws std::invalid_argument naming the kind).
+  virtual std::shared_ptr<const PreparedDecoder> prepare_decoder(
+      int64_t max_rows, nn::StepWeightType compute = nn::StepWeightType::F32) const;
 
   // Teacher forcing: the features the vocabulary projection reads, for every
   // target position, time-major: b.tgt_in [B, T] -> [T * B, R] (row t * B + b

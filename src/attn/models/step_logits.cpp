@@ -72,6 +72,7 @@ void StepLogits::tiles(const float* x, int64_t ldx, int thread) {
   float* tval = top_val_.data() + int64_t(thread) * N * k;
   int64_t* tn = top_n_.data() + int64_t(thread) * N;
   std::fill(tn, tn + N, int64_t(0));
+  const nn::StepRows xr = nn::shared_rows(in_, y.type(), N, y.in(), x, ldx);
   // a thread's tiles arrive in increasing order, so its lists see tokens in increasing order
 #pragma omp for schedule(dynamic, 1)
   for (int64_t g = 0; g < T; ++g) {
@@ -80,7 +81,7 @@ void StepLogits::tiles(const float* x, int64_t ldx, int thread) {
     for (int64_t i0 = 0; i0 < N; i0 += kTileRows) {
       const int64_t m = std::min(kTileRows, N - i0);
       for (int64_t u = u0; u < u1; ++u)
-        y.apply_unit(m, x + i0 * ldx, ldx, u, tile + (u - u0) * nn::StepLinear::kUnit, kTileCols);
+        y.apply_unit(xr.rows(i0, m), u, tile + (u - u0) * nn::StepLinear::kUnit, kTileCols);
       rnnsearch_kernels::LogitsTile lt;
       lt.x = tile, lt.ld = kTileCols, lt.m = m, lt.cols = cols, lt.first_token = int(o0);
       lt.bias = b_ ? b_ + o0 : nullptr;

@@ -37,7 +37,8 @@ public:
   // Before a step's parallel region: buffers for N rows, k tokens, up to `threads` threads.
   void begin(int64_t N, int64_t k, int64_t threads, StepTop& out);
   // Inside the region, called by every thread (each an omp for):
-  // 1. the tiles of x [N, R] (row stride ldx): their statistics and this thread's top k;
+  // 1. the tiles of x [N, R] (row stride ldx): their statistics and this thread's top k
+  //    (x converted to the weight's type first, its rows split across the threads);
   void tiles(const float* x, int64_t ldx, int thread);
   // 2. each row's lse and its k best tokens into out.tokens / out.log_probs (log p = logit - lse).
   void merge(int thread, int threads, StepTop& out);
@@ -45,6 +46,7 @@ public:
 private:
   const nn::StepLinear* w_;
   const float* b_;
+  nn::StepInput in_;  // x in w_'s type's form (int8 / bf16: converted once per step)
   int64_t N_ = 0, k_ = 0, tiles_ = 0, V_ = 0;
   std::vector<float> part_max_, part_sum_;  // [N, tiles_]: max and sum exp(logit - max) of each tile
   // per thread and row: the k best logits of the thread's tiles; per thread: a merge buffer

@@ -41,15 +41,19 @@ public:
   StepWeightType type() const { return w_.type; }
   bool packed() const { return kernels_->is_packed(w_); }
 
-  // c[i, o] = (c[i, o] if accumulate) + sum_k a[i, k] W[o, k] for rows i < m
+  // c[i, o] = (c[i, o] if accumulate) + sum_k x[i, k] W[o, k] for rows i < x.m
   // and the outputs of units [u0, u1), i.e. o in [u0 kUnit, min(u1 kUnit, out)).
-  // a [m, K] with row stride lda, c with row stride ldc. No threading: callers
-  // split units.
+  // x: the activations [m, in()] in this weight type's form (StepInput::set
+  // with type()), c with row stride ldc. No threading: callers split units.
+  void apply(const StepRows& x, int64_t u0, int64_t u1, float* c, int64_t ldc, bool accumulate = false) const;
+  // The same for fp32 activations a [m, K] with row stride lda, for an F32
+  // weight (the backward passes' products); throws for another type, whose
+  // activations are converted once per step through StepInput instead.
   void apply(int64_t m, const float* a, int64_t lda, int64_t u0, int64_t u1, float* c, int64_t ldc,
              bool accumulate = false) const;
   // The same for one unit u, written relative to the unit: c[i, j] for the
   // unit's j < unit_cols(u) outputs (a tile the caller post-processes in L1).
-  void apply_unit(int64_t m, const float* a, int64_t lda, int64_t u, float* c, int64_t ldc) const;
+  void apply_unit(const StepRows& x, int64_t u, float* c, int64_t ldc) const;
   int64_t unit_cols(int64_t u) const { return std::clamp(w_.out - u * kUnit, int64_t(0), kUnit); }
 
 private:
@@ -57,9 +61,13 @@ private:
   const StepWeightKernels* kernels_ = &step_weight_kernels(StepWeightType::F32);
 };
 
-// c (+)= a W^T for rows i < m over all of lin's outputs, its units split
-// across threads when the product is large enough to share: a [m, lin.in()]
-// with row stride lda, c [m, lin.out()] with ldc.
+// c (+)= x W^T for rows i < m over all of lin's outputs, x [m, lin.in()] fp32
+// with row stride lda, converted to lin's type in `in` first; the conversion's
+// rows and the product's units (one contiguous range each) split across
+// threads when the product is large enough to share. c [m, lin.out()] with ldc.
+void apply_all(const StepLinear& lin, StepInput& in, int64_t m, const float* x, int64_t lda, float* c, int64_t ldc,
+               bool accumulate);
+// The same for an F32 weight (the training loops' products): no conversion.
 void apply_all(const StepLinear& lin, int64_t m, const float* a, int64_t lda, float* c, int64_t ldc, bool accumulate);
 
 }  // namespace attn::nn

@@ -6,9 +6,10 @@
 
 namespace attn::serve {
 
-TranslateBatch model_translate_batch(const decode::TranslationModel& model, int64_t max_batch) {
+TranslateBatch model_translate_batch(const decode::TranslationModel& model, int64_t max_batch,
+                                     nn::StepWeightType compute) {
   auto prepared = std::make_shared<std::map<int, std::shared_ptr<const models::PreparedDecoder>>>();  // per beam
-  return [&model, max_batch, prepared](const std::vector<std::string>& texts, const BatchKey& key) {
+  return [&model, max_batch, compute, prepared](const std::vector<std::string>& texts, const BatchKey& key) {
     decode::TranslateOptions o;
     o.search.beam = key.beam;
     o.search.alignments = key.alignments;
@@ -16,7 +17,7 @@ TranslateBatch model_translate_batch(const decode::TranslationModel& model, int6
     o.batch_sentences = max_batch;
     o.max_src_tokens = 0;  // the server refuses over-long texts instead (request.h)
     auto& p = (*prepared)[key.beam];
-    if (!p) p = model.model->prepare_decoder(max_batch * key.beam);
+    if (!p) p = model.model->prepare_decoder(max_batch * key.beam, compute);
     o.search.prepared = p;
     return decode::translate_lines(*model.model, *model.src_vocab, *model.tgt_vocab, texts, o);
   };

@@ -18,7 +18,8 @@ namespace attn::serve {
 
 // Call the result on one thread only (the batcher's worker): it caches the
 // prepared weights without a lock. `model` must outlive it.
-TranslateBatch model_translate_batch(const decode::TranslationModel& model, int64_t max_batch);
+TranslateBatch model_translate_batch(const decode::TranslationModel& model, int64_t max_batch,
+                                     nn::StepWeightType compute);
 
 // The captions of an image model (decode::caption_pixels with `attn caption`'s
 // defaults but the beam: length penalty 1, at most 40 pieces), or an empty

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "attn/nn/step_weight_type.h"
 #include "attn/tensor/tensor.h"
 
 namespace attn::serve {
@@ -37,6 +38,7 @@ struct ServerOptions {
                                    // in flight takes up to ~320x this (RELIABILITY.md: the memory bound)
   long long max_image_pixels = 2048LL * 2048;  // an upload declaring more pixels (width * height): 413
   int threads = 2;                 // compute threads of the decoding worker (OpenMP / BLAS)
+  nn::StepWeightType compute = nn::StepWeightType::F32;  // the searches' products (--compute)
   int timeout_s = 5;               // read / write / keep-alive timeout of a connection
   int http_threads = 64;           // connections served at once (each holds a thread while open)
   RequestLimits limits;

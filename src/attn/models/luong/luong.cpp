@@ -201,12 +201,12 @@ LuongLoopWeights Luong::loop_weights() const {
   return w;
 }
 
-std::shared_ptr<const PreparedDecoder> Luong::prepare_fused(StepPacking packing) const {
+std::shared_ptr<const PreparedDecoder> Luong::prepare_fused(StepLayout layout) const {
   LuongStepWeights w;
   w.embed = tgt_embed_->weight;
   w.loop = loop_weights();
   w.w_s = out_w_, w.b_s = out_b_;
-  return prepare_luong_decoder(w, packing);
+  return prepare_luong_decoder(w, layout);
 }
 
 std::unique_ptr<StepDecoder> Luong::fused_decoder(std::shared_ptr<const PreparedDecoder> prepared,

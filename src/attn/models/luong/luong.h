@@ -57,7 +57,7 @@ public:
   // decoder(): the fused search step (luong_search.h; RnnTextModel: prepared weights, errors).
 
 private:
-  std::shared_ptr<const PreparedDecoder> prepare_fused(StepPacking packing) const override;
+  std::shared_ptr<const PreparedDecoder> prepare_fused(StepLayout layout) const override;
   std::unique_ptr<StepDecoder> fused_decoder(std::shared_ptr<const PreparedDecoder> prepared,
                                              const EncoderMemory& memory, int64_t max_rows) const override;
   // Decoder state: luong_state's names (luong_search.h), h and c (LSTM only) per

@@ -72,11 +72,12 @@ Tensor copy(const Tensor& t) { return t.defined() ? t.detach().clone() : Tensor(
 
 }  // namespace
 
-std::shared_ptr<const PreparedDecoder> prepare_luong_decoder(const LuongStepWeights& w, StepPacking packing) {
+std::shared_ptr<const PreparedDecoder> prepare_luong_decoder(const LuongStepWeights& w, StepLayout layout) {
   check_weights(w);
   const LuongLoopWeights& l = w.loop;
   auto p = std::make_shared<LuongPrepared>();
-  const bool packed = packing == StepPacking::Packed;
+  const bool packed = layout.packed;
+  const nn::StepWeightType type = layout.type;
   p->V = w.embed.size(0), p->E = w.embed.size(1), p->Hd = w.w_s.size(1), p->cell = l.cell;
   p->G = detail::gate_count(l.cell) * p->Hd, p->L = int64_t(l.layers.size()), p->Dv = l.combine.size(1) - p->Hd;
   p->score = l.score, p->window = l.window, p->half_width = l.half_width;
@@ -84,12 +85,12 @@ std::shared_ptr<const PreparedDecoder> prepare_luong_decoder(const LuongStepWeig
   const int64_t V = p->V, E = p->E, Hd = p->Hd, G = p->G;
   for (int64_t i = 0; i < p->L; ++i) {
     const RnnWeights& r = l.layers[size_t(i)];
-    p->ih.push_back(i == 0 ? nn::StepLinear() : nn::StepLinear(copy(r.weight_ih), packed));
-    p->hh.emplace_back(copy(r.weight_hh), packed);
+    p->ih.push_back(i == 0 ? nn::StepLinear() : nn::StepLinear(copy(r.weight_ih), packed, type));
+    p->hh.emplace_back(copy(r.weight_hh), packed, type);
     p->b_ih.push_back(or_zeros(r.bias_ih, {G}).detach().clone());
     p->b_hh.push_back(or_zeros(r.bias_hh, {G}).detach().clone());
   }
-  p->feed = nn::StepLinear(detail::columns(l.layers[0].weight_ih, E, Hd), packed);
+  p->feed = nn::StepLinear(detail::columns(l.layers[0].weight_ih, E, Hd), packed, type);
   p->folded = V * G <= kMaxFoldedFloats;
   if (p->folded) {  // T = E W_ih0[:, :E]^T + b_ih0: one GEMM over the vocabulary
     p->table = Tensor::empty({V, G});
@@ -100,13 +101,13 @@ std::shared_ptr<const PreparedDecoder> prepare_luong_decoder(const LuongStepWeig
     p->b_ih[0] = Tensor::zeros({G});
   } else {
     p->embed = copy(w.embed);
-    p->ie = nn::StepLinear(detail::columns(l.layers[0].weight_ih, 0, E), packed);
+    p->ie = nn::StepLinear(detail::columns(l.layers[0].weight_ih, 0, E), packed, type);
   }
-  if (l.score == LuongScore::Concat) p->q = nn::StepLinear(copy(l.concat_q), packed), p->v = copy(l.concat_v);
-  if (l.window == LuongWindow::LocalP) p->wp = nn::StepLinear(copy(l.local_wp), packed), p->vp = copy(l.local_vp);
-  p->wcc = nn::StepLinear(detail::columns(l.combine, 0, p->Dv), packed);
-  p->wch = nn::StepLinear(detail::columns(l.combine, p->Dv, Hd), packed);
-  p->y = nn::StepLinear(copy(w.w_s), packed);
+  if (l.score == LuongScore::Concat) p->q = nn::StepLinear(copy(l.concat_q), packed, type), p->v = copy(l.concat_v);
+  if (l.window == LuongWindow::LocalP) p->wp = nn::StepLinear(copy(l.local_wp), packed, type), p->vp = copy(l.local_vp);
+  p->wcc = nn::StepLinear(detail::columns(l.combine, 0, p->Dv), packed, type);
+  p->wch = nn::StepLinear(detail::columns(l.combine, p->Dv, Hd), packed, type);
+  p->y = nn::StepLinear(copy(w.w_s), packed, type);
   p->b_s = copy(w.b_s);
   return p;
 }
@@ -156,6 +157,7 @@ private:
   int64_t cap_ = 0;  // rows the buffers hold
   Tensor xe_, gx_, gh_, tanh_c_, qp_, ctx_, a_, weights_;  // xe_: embeddings (unfolded only)
   detail::StepLogits logits_;
+  nn::StepInput in_x_, in_h_, in_e_, in_c_;  // the products' inputs in their type's form (luong_search.cpp)
   StepTop out_;
 };
 
@@ -232,14 +234,18 @@ void LuongStepDecoder::layer_products(const StepCall& c, int64_t l) {
   const float* x = l == 0 ? c.feed : h_of(c, l - 1);  // h̃ (not yet updated), h^{l-1}' (updated)
   const int64_t ui = in.units(), uh = ui + p.hh[size_t(l)].units(),
                 ue = uh + (l == 0 && !p.folded ? p.ie.units() : 0);
+  const nn::StepWeightType type = in.type();
+  const nn::StepRows xr = nn::shared_rows(in_x_, type, N, Hd, x, Hd);
+  const nn::StepRows hr = nn::shared_rows(in_h_, type, N, Hd, h_of(c, l), Hd);  // h^l before its cell
+  const nn::StepRows er = ue > uh ? nn::shared_rows(in_e_, type, N, E, xe_.data(), E) : nn::StepRows{};
 #pragma omp for schedule(dynamic, 1)
   for (int64_t u = 0; u < ue; ++u) {
     if (u < ui)
-      in.apply(N, x, Hd, u, u + 1, gx_.data(), G, l == 0);
+      in.apply(xr, u, u + 1, gx_.data(), G, l == 0);
     else if (u < uh)
-      p.hh[size_t(l)].apply(N, h_of(c, l), Hd, u - ui, u - ui + 1, gh_.data(), G);  // h^l before its cell
+      p.hh[size_t(l)].apply(hr, u - ui, u - ui + 1, gh_.data(), G);
     else
-      p.ie.apply(N, xe_.data(), E, u - uh, u - uh + 1, gx_.data(), G, true);
+      p.ie.apply(er, u - uh, u - uh + 1, gx_.data(), G, true);
   }
 }
 
@@ -281,8 +287,9 @@ void LuongStepDecoder::cell_rows(const StepCall& c, int64_t l) {
 void LuongStepDecoder::attention_products(const StepCall& c) {
   const LuongPrepared& p = *p_;
   const nn::StepLinear& lin = p.score == LuongScore::Concat ? p.q : p.wp;
+  const nn::StepRows h = nn::shared_rows(in_h_, lin.type(), c.N, p.Hd, h_of(c, p.L - 1), p.Hd);
 #pragma omp for schedule(dynamic, 1)
-  for (int64_t u = 0; u < lin.units(); ++u) lin.apply(c.N, h_of(c, p.L - 1), p.Hd, u, u + 1, qp_.data(), p.A);
+  for (int64_t u = 0; u < lin.units(); ++u) lin.apply(h, u, u + 1, qp_.data(), p.A);
 }
 
 // 5. each row's weights and context over its sentence (its window: local-m around t, local-p around p)
@@ -321,10 +328,12 @@ void LuongStepDecoder::combine(const StepCall& c) {
   const LuongPrepared& p = *p_;
   const int64_t Hd = p.Hd;
   float* ht = c.feed;  // h̃ in place: layer 0 read the previous one before
+  const nn::StepRows ctx = nn::shared_rows(in_c_, p.wcc.type(), c.N, p.Dv, ctx_.data(), p.Dv);
+  const nn::StepRows h = nn::shared_rows(in_h_, p.wch.type(), c.N, Hd, h_of(c, p.L - 1), Hd);
 #pragma omp for schedule(dynamic, 1)
   for (int64_t u = 0; u < p.wcc.units(); ++u) {
-    p.wcc.apply(c.N, ctx_.data(), p.Dv, u, u + 1, ht, Hd);
-    p.wch.apply(c.N, h_of(c, p.L - 1), Hd, u, u + 1, ht, Hd, true);
+    p.wcc.apply(ctx, u, u + 1, ht, Hd);
+    p.wch.apply(h, u, u + 1, ht, Hd, true);
     const int64_t c0 = u * nn::StepLinear::kUnit;
     rnnsearch_kernels::tanh_columns(ht, Hd, c.N, c0, c0 + p.wcc.unit_cols(u));
   }

@@ -46,7 +46,7 @@ struct LuongStepWeights {
 };
 
 // Checks the weights' shapes (std::invalid_argument) and prepares copies of them.
-std::shared_ptr<const PreparedDecoder> prepare_luong_decoder(const LuongStepWeights& weights, StepPacking packing);
+std::shared_ptr<const PreparedDecoder> prepare_luong_decoder(const LuongStepWeights& weights, StepLayout layout);
 
 // A decoder over `memory` (keys [B, S, K], values [B, S, Dv], lengths [B] as
 // Luong::encode() returns them) for at most max_rows rows per step. Throws

@@ -36,15 +36,17 @@ void RnnTextModel::check_eval() const {
     throw std::logic_error(std::string(kind_) + " decoder: the model is in training mode (dropout active)");
 }
 
-std::shared_ptr<const PreparedDecoder> RnnTextModel::prepare_decoder(int64_t max_rows) const {
+std::shared_ptr<const PreparedDecoder> RnnTextModel::prepare_decoder(int64_t max_rows,
+                                                                    nn::StepWeightType compute) const {
   check_eval();
-  return prepare_fused(max_rows >= kPackRows ? StepPacking::Packed : StepPacking::RowMajor);
+  return prepare_fused(step_layout(max_rows, compute));
 }
 
 std::unique_ptr<StepDecoder> RnnTextModel::decoder(const EncoderMemory& memory, int64_t max_rows,
                                                    std::shared_ptr<const PreparedDecoder> prepared) const {
   check_eval();
-  return fused_decoder(prepared ? std::move(prepared) : prepare_decoder(max_rows), memory, max_rows);
+  return fused_decoder(prepared ? std::move(prepared) : prepare_decoder(max_rows, nn::StepWeightType::F32), memory,
+                       max_rows);
 }
 
 }  // namespace attn::models

@@ -26,7 +26,7 @@ public:
   std::unique_ptr<StepDecoder> decoder(const EncoderMemory& memory, int64_t max_rows,
                                        std::shared_ptr<const PreparedDecoder> prepared = nullptr) const override;
   // The kind's weights prepared once (prepare_fused), packed for searches of kPackRows rows or more.
-  std::shared_ptr<const PreparedDecoder> prepare_decoder(int64_t max_rows) const override;
+  std::shared_ptr<const PreparedDecoder> prepare_decoder(int64_t max_rows, nn::StepWeightType compute) const override;
 
 protected:
   // kind: the model type, for messages ("rnnsearch decoder: ...")
@@ -41,7 +41,7 @@ protected:
   Tensor drop(const Tensor& x) const;
 
   // The kind's search step: its weights prepared for `packing`, and a decoder over them.
-  virtual std::shared_ptr<const PreparedDecoder> prepare_fused(StepPacking packing) const = 0;
+  virtual std::shared_ptr<const PreparedDecoder> prepare_fused(StepLayout layout) const = 0;
   virtual std::unique_ptr<StepDecoder> fused_decoder(std::shared_ptr<const PreparedDecoder> prepared,
                                                      const EncoderMemory& memory, int64_t max_rows) const = 0;
 

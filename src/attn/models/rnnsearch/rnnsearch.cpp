@@ -99,14 +99,14 @@ StepOutput RnnSearch::step(const EncoderMemory& m, const DecoderState& state, co
   return out;
 }
 
-std::shared_ptr<const PreparedDecoder> RnnSearch::prepare_fused(StepPacking packing) const {
+std::shared_ptr<const PreparedDecoder> RnnSearch::prepare_fused(StepLayout layout) const {
   RnnSearchStepWeights w;
   w.embed = tgt_embed_->weight;
   w.W_a = query_w_, w.v = score_v_;
   w.w_ih = decoder_->weight_ih, w.w_hh = decoder_->weight_hh, w.b_ih = decoder_->bias_ih, w.b_hh = decoder_->bias_hh;
   w.w_o = readout_->weight, w.b_o = readout_->bias;
   w.w_y = out_w_, w.b_y = out_b_;
-  return prepare_rnnsearch_decoder(w, packing);
+  return prepare_rnnsearch_decoder(w, layout);
 }
 
 std::unique_ptr<StepDecoder> RnnSearch::fused_decoder(std::shared_ptr<const PreparedDecoder> prepared,

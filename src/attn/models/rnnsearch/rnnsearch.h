@@ -43,7 +43,7 @@ public:
   // decoder state "s" [N, Hd] in place (RnnTextModel: prepared weights, errors).
 
 private:
-  std::shared_ptr<const PreparedDecoder> prepare_fused(StepPacking packing) const override;
+  std::shared_ptr<const PreparedDecoder> prepare_fused(StepLayout layout) const override;
   std::unique_ptr<StepDecoder> fused_decoder(std::shared_ptr<const PreparedDecoder> prepared,
                                              const EncoderMemory& memory, int64_t max_rows) const override;
   struct StepResult {

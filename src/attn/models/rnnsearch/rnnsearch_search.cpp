@@ -83,6 +83,7 @@ private:
   Tensor xo_, xe_, qp_, gh_, gx_, t_, weights_;  // xe_: embeddings (unfolded only)
   std::vector<float*> y_rows_, next_rows_;
   detail::StepLogits logits_;  // the vocabulary projection's tiles and top k
+  nn::StepInput in_s_, in_e_, in_c_, in_o_;  // the products' inputs (s, embeddings, context, s') in their type's form
   StepTop out_;
 };
 
@@ -96,7 +97,7 @@ bool fits(const Tensor& t, std::initializer_list<int64_t> dims) {
 
 }  // namespace
 
-std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearchStepWeights& w, StepPacking packing,
+std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearchStepWeights& w, StepLayout layout,
                                                                  bool fold) {
   auto p = std::make_shared<RnnSearchPrepared>();
   bool ok = w.embed.defined() && w.W_a.defined() && w.w_hh.defined() && w.w_o.defined() && w.w_y.defined() &&
@@ -119,20 +120,21 @@ std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearch
         " (expects embed [V, E], W_a [A, Hd], v [A], w_ih [3Hd, E + Dv], w_hh [3Hd, Hd], w_o [R, Hd + Dv + E], "
         "w_y [V, R], biases of the output sizes)");
   const int64_t V = p->V, E = p->E, G = p->G, R = p->R, Hd = p->Hd, Dv = p->Dv;
-  const bool packed = packing == StepPacking::Packed;
+  const bool packed = layout.packed;
+  const nn::StepWeightType type = layout.type;
   p->v = w.v.detach().clone();
   p->b_hh = or_zeros(w.b_hh, {G}).detach().clone();
   if (w.b_y.defined()) p->b_y = w.b_y.detach().clone();
   p->zeros_g = Tensor::zeros({G});
-  p->q = nn::StepLinear(w.W_a.detach().clone(), packed);
-  p->hh = nn::StepLinear(w.w_hh.detach().clone(), packed);
-  p->ihc = nn::StepLinear(detail::columns(w.w_ih, E, Dv), packed);
-  p->os = nn::StepLinear(detail::columns(w.w_o, 0, Hd), packed);
-  p->oc = nn::StepLinear(detail::columns(w.w_o, Hd, Dv), packed);
+  p->q = nn::StepLinear(w.W_a.detach().clone(), packed, type);
+  p->hh = nn::StepLinear(w.w_hh.detach().clone(), packed, type);
+  p->ihc = nn::StepLinear(detail::columns(w.w_ih, E, Dv), packed, type);
+  p->os = nn::StepLinear(detail::columns(w.w_o, 0, Hd), packed, type);
+  p->oc = nn::StepLinear(detail::columns(w.w_o, Hd, Dv), packed, type);
   p->w_ctx = Tensor::empty({G + R, Dv});
   std::memcpy(p->w_ctx.data(), detail::columns(w.w_ih, E, Dv).data(), size_t(G * Dv) * sizeof(float));
   std::memcpy(p->w_ctx.data() + G * Dv, detail::columns(w.w_o, Hd, Dv).data(), size_t(R * Dv) * sizeof(float));
-  p->y = nn::StepLinear(w.w_y.detach().clone(), packed);
+  p->y = nn::StepLinear(w.w_y.detach().clone(), packed, type);
   p->folded = fold && V * (G + R) <= kMaxFoldedFloats;
   const Tensor b_ih = or_zeros(w.b_ih, {G}).detach().clone(), b_o = or_zeros(w.b_o, {R}).detach().clone();
   if (p->folded) {
@@ -148,8 +150,8 @@ std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearch
   } else {
     p->embed = w.embed.detach().clone();
     p->b_ih = b_ih, p->b_o = b_o;
-    p->ie = nn::StepLinear(detail::columns(w.w_ih, 0, E), packed);
-    p->oe = nn::StepLinear(detail::columns(w.w_o, Hd + Dv, E), packed);
+    p->ie = nn::StepLinear(detail::columns(w.w_ih, 0, E), packed, type);
+    p->oe = nn::StepLinear(detail::columns(w.w_o, Hd + Dv, E), packed, type);
   }
   return p;
 }
@@ -249,16 +251,18 @@ void RnnSearchStepDecoder::state_products(const StepCall& c) {
   const int64_t N = c.N, Hd = Hd_, E = E_, G = G_, R = R_;
   const int64_t uq = p.q.units(), uh = uq + p.hh.units(), ui = uh + (p.folded ? 0 : p.ie.units()),
                 u1 = ui + (p.folded ? 0 : p.oe.units());
+  const nn::StepRows s = nn::shared_rows(in_s_, p.q.type(), N, Hd, c.s, Hd);
+  const nn::StepRows e = p.folded ? nn::StepRows{} : nn::shared_rows(in_e_, p.q.type(), N, E, xe_.data(), E);
 #pragma omp for schedule(dynamic, 1)
   for (int64_t u = 0; u < u1; ++u) {
     if (u < uq)
-      p.q.apply(N, c.s, Hd, u, u + 1, qp_.data(), A_);
+      p.q.apply(s, u, u + 1, qp_.data(), A_);
     else if (u < uh)
-      p.hh.apply(N, c.s, Hd, u - uq, u - uq + 1, gh_.data(), G);
+      p.hh.apply(s, u - uq, u - uq + 1, gh_.data(), G);
     else if (u < ui)
-      p.ie.apply(N, xe_.data(), E, u - uh, u - uh + 1, gx_.data(), G, true);
+      p.ie.apply(e, u - uh, u - uh + 1, gx_.data(), G, true);
     else
-      p.oe.apply(N, xe_.data(), E, u - ui, u - ui + 1, t_.data(), R, true);
+      p.oe.apply(e, u - ui, u - ui + 1, t_.data(), R, true);
   }
 }
 
@@ -293,14 +297,14 @@ void RnnSearchStepDecoder::attend_rows(const StepCall& c) {
 // 3. per step (not folded): gx += c W_ih[:, E:]^T and t += c W_o[:, Hd:Hd+Dv]^T
 void RnnSearchStepDecoder::context_products(const StepCall& c) {
   const RnnSearchPrepared& p = *p_;
-  const float* ctx = xo_.data() + Hd_;
+  const nn::StepRows ctx = nn::shared_rows(in_c_, p.ihc.type(), c.N, Dv_, xo_.data() + Hd_, Xo_);
   const int64_t ui = p.ihc.units(), u1 = ui + p.oc.units();
 #pragma omp for schedule(dynamic, 1)
   for (int64_t u = 0; u < u1; ++u) {
     if (u < ui)
-      p.ihc.apply(c.N, ctx, Xo_, u, u + 1, gx_.data(), G_, true);
+      p.ihc.apply(ctx, u, u + 1, gx_.data(), G_, true);
     else
-      p.oc.apply(c.N, ctx, Xo_, u - ui, u - ui + 1, t_.data(), R_, true);
+      p.oc.apply(ctx, u - ui, u - ui + 1, t_.data(), R_, true);
   }
 }
 
@@ -324,9 +328,10 @@ void RnnSearchStepDecoder::gru_rows(const StepCall& c) {
 // 5. t = tanh(t + s' W_o[:, :Hd]^T), tanh on each unit's columns as they are done
 void RnnSearchStepDecoder::readout(const StepCall& c) {
   const nn::StepLinear& os = p_->os;
+  const nn::StepRows s = nn::shared_rows(in_o_, os.type(), c.N, Hd_, xo_.data(), Xo_);
 #pragma omp for schedule(dynamic, 1)
   for (int64_t u = 0; u < os.units(); ++u) {
-    os.apply(c.N, xo_.data(), Xo_, u, u + 1, t_.data(), R_, true);
+    os.apply(s, u, u + 1, t_.data(), R_, true);
     const int64_t c0 = u * nn::StepLinear::kUnit;
     rnnsearch_kernels::tanh_columns(t_.data(), R_, c.N, c0, c0 + os.unit_cols(u));
   }

@@ -69,7 +69,7 @@ struct RnnSearchStepWeights {
 // afterwards (and goes stale when they change). fold = false keeps the
 // embedding's products per step (tests compare both).
 std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearchStepWeights& weights,
-                                                                 StepPacking packing, bool fold = true);
+                                                                 StepLayout layout, bool fold = true);
 
 // How a decoder runs the context's products (see above): Folded multiplies the
 // values once when the decoder is made, PerStep multiplies c every step, Auto

@@ -198,15 +198,17 @@ Tensor Transformer::forced_features(const data::Seq2SeqBatch& b) const {
   return reshape(transpose(h, 0, 1), {T * B, E});
 }
 
-std::shared_ptr<const PreparedDecoder> Transformer::prepare_decoder(int64_t max_rows) const {
+std::shared_ptr<const PreparedDecoder> Transformer::prepare_decoder(int64_t max_rows,
+                                                                   nn::StepWeightType compute) const {
   if (is_training()) throw std::logic_error("transformer decoder: the model is in training mode (dropout active)");
-  return prepare_transformer_decoder(*this, max_rows);
+  return prepare_transformer_decoder(*this, max_rows, compute);
 }
 
 std::unique_ptr<StepDecoder> Transformer::decoder(const EncoderMemory& memory, int64_t max_rows,
                                                   std::shared_ptr<const PreparedDecoder> prepared) const {
   if (is_training()) throw std::logic_error("transformer decoder: the model is in training mode (dropout active)");
-  return make_transformer_decoder(*this, prepared ? std::move(prepared) : prepare_transformer_decoder(*this, max_rows),
+  return make_transformer_decoder(*this, prepared ? std::move(prepared)
+                                           : prepare_transformer_decoder(*this, max_rows, nn::StepWeightType::F32),
                                   memory);
 }
 

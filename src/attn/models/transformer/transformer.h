@@ -70,7 +70,7 @@ public:
   // The cached search decoder (transformer_search.h). Throws std::logic_error in training mode.
   std::unique_ptr<StepDecoder> decoder(const EncoderMemory& memory, int64_t max_rows,
                                        std::shared_ptr<const PreparedDecoder> prepared = nullptr) const override;
-  std::shared_ptr<const PreparedDecoder> prepare_decoder(int64_t max_rows) const override;
+  std::shared_ptr<const PreparedDecoder> prepare_decoder(int64_t max_rows, nn::StepWeightType compute) const override;
 
   const TransformerConfig& section() const { return cfg_; }
   const nn::TransformerDecoder& decoder_stack() const { return *decoder_; }

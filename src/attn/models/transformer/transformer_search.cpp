@@ -30,21 +30,25 @@ struct PreparedLinear {
   nn::StepLinear lin;
 };
 
-// rows [r0, r0 + n) of w (and b), times `scale`, as a PreparedLinear
-PreparedLinear prepare_rows(const Tensor& w, const Tensor& b, int64_t r0, int64_t n, float scale, bool packed) {
+// rows [r0, r0 + n) of w (and b), the first `scaled` of them times `scale`, as a
+// PreparedLinear of the layout's type
+PreparedLinear prepare_rows(const Tensor& w, const Tensor& b, int64_t r0, int64_t n, int64_t scaled, float scale,
+                            StepLayout layout) {
   PreparedLinear p;
   p.w = w.detach().narrow0(r0, n).clone();
   p.b = b.defined() ? b.detach().narrow0(r0, n).clone() : Tensor::zeros({n});
-  for (float* x = p.w.data(), *e = x + p.w.numel(); x != e; ++x) *x *= scale;
-  for (float* x = p.b.data(), *e = x + p.b.numel(); x != e; ++x) *x *= scale;
-  p.lin = nn::StepLinear(p.w, packed);
+  const int64_t in = p.w.size(1);
+  for (float *x = p.w.data(), *e = x + scaled * in; x != e; ++x) *x *= scale;
+  for (float *x = p.b.data(), *e = x + scaled; x != e; ++x) *x *= scale;
+  p.lin = nn::StepLinear(p.w, layout.packed, layout.type);
   return p;
 }
 
 // A decoder layer's maps. The queries' 1 / sqrt(hd) is folded into W_Q and its
-// bias, so the attention over the cache is a plain dot product.
+// bias, so the attention over the cache is a plain dot product; the
+// self-attention's queries, keys and values are one product.
 struct PreparedLayer {
-  PreparedLinear q_self, kv_self, out_self, q_cross, out_cross, ff1, ff2;
+  PreparedLinear qkv_self, out_self, q_cross, out_cross, ff1, ff2;
 };
 
 struct TransformerPrepared final : PreparedDecoder {
@@ -54,28 +58,29 @@ struct TransformerPrepared final : PreparedDecoder {
   nn::StepLinear y;
 };
 
-PreparedLayer prepare_layer(const nn::TransformerDecoderLayer& d, int64_t E, int64_t H, bool packed) {
+PreparedLayer prepare_layer(const nn::TransformerDecoderLayer& d, int64_t E, int64_t H, StepLayout layout) {
   const float q_scale = 1.0f / std::sqrt(float(E / H));
   const nn::MultiHeadAttention &sa = *d.self_attn, &ca = *d.multihead_attn;
   PreparedLayer p;
-  p.q_self = prepare_rows(sa.in_proj_weight, sa.in_proj_bias, 0, E, q_scale, packed);
-  p.kv_self = prepare_rows(sa.in_proj_weight, sa.in_proj_bias, E, 2 * E, 1.0f, packed);
-  p.out_self = prepare_rows(sa.out_proj_weight, sa.out_proj_bias, 0, E, 1.0f, packed);
-  p.q_cross = prepare_rows(ca.in_proj_weight, ca.in_proj_bias, 0, E, q_scale, packed);
-  p.out_cross = prepare_rows(ca.out_proj_weight, ca.out_proj_bias, 0, E, 1.0f, packed);
-  p.ff1 = prepare_rows(d.linear1->weight, d.linear1->bias, 0, d.linear1->weight.size(0), 1.0f, packed);
-  p.ff2 = prepare_rows(d.linear2->weight, d.linear2->bias, 0, d.linear2->weight.size(0), 1.0f, packed);
+  p.qkv_self = prepare_rows(sa.in_proj_weight, sa.in_proj_bias, 0, 3 * E, E, q_scale, layout);
+  p.out_self = prepare_rows(sa.out_proj_weight, sa.out_proj_bias, 0, E, 0, 1.0f, layout);
+  p.q_cross = prepare_rows(ca.in_proj_weight, ca.in_proj_bias, 0, E, E, q_scale, layout);
+  p.out_cross = prepare_rows(ca.out_proj_weight, ca.out_proj_bias, 0, E, 0, 1.0f, layout);
+  p.ff1 = prepare_rows(d.linear1->weight, d.linear1->bias, 0, d.linear1->weight.size(0), 0, 1.0f, layout);
+  p.ff2 = prepare_rows(d.linear2->weight, d.linear2->bias, 0, d.linear2->weight.size(0), 0, 1.0f, layout);
   return p;
 }
 
 std::string cache_name(const char* what, size_t l) { return std::string(what) + "." + std::to_string(l); }
 
 // x [N, in] -> act(x W^T + b) [N, out] through the prepared weight (no BLAS
-// call: nothing re-packs W per step); act null: no activation.
-Tensor apply(const PreparedLinear& p, const Tensor& x, const kernels::activation::Kind* act = nullptr) {
+// call: nothing re-packs W per step; x converted to the weight's type in
+// `in`); act null: no activation.
+Tensor apply(const PreparedLinear& p, nn::StepInput& in, const Tensor& x,
+             const kernels::activation::Kind* act = nullptr) {
   const int64_t N = x.size(0), out = p.lin.out();
   Tensor y = Tensor::empty({N, out});
-  nn::apply_all(p.lin, N, x.data(), x.size(1), y.data(), out, false);
+  nn::apply_all(p.lin, in, N, x.data(), x.size(1), y.data(), out, false);
   if (act) {
     kernels::activation::bias_act(*act, y.data(), y.data(), p.b.data(), N, out);
     return y;
@@ -155,12 +160,13 @@ private:
   std::vector<int64_t> len_;                // [B] source lengths
   int64_t map_layer_ = -1, map_head_ = -1;  // the reported map: 0-based layer, head 1..H or 0 (mean)
   std::vector<float> probs_;                // [N, H, max(S, T)] scratch for the weights
+  nn::StepInput in_;                        // a product's input in the weights' type's form
 };
 
 Tensor TransformerStepDecoder::self_attention(int64_t l, const Tensor& h, DecoderState& state, int64_t t) {
   const PreparedLayer& w = p_->layers[size_t(l)];
   const int64_t N = h.size(0), T = state.buffer(cache_name("self_k", size_t(l))).size(2);
-  Tensor q = apply(w.q_self, h), kv = apply(w.kv_self, h);  // [N, E] (scaled), [N, 2E]
+  Tensor qkv = apply(w.qkv_self, in_, h);  // [N, 3E]: queries (scaled), keys, values
   float *K = state.data(cache_name("self_k", size_t(l))), *Vc = state.data(cache_name("self_v", size_t(l)));
   Tensor ctx = Tensor::empty({N, E_});
   const int64_t W = std::max(S_, T);
@@ -168,21 +174,20 @@ Tensor TransformerStepDecoder::self_attention(int64_t l, const Tensor& h, Decode
 #pragma omp parallel for collapse(2) if (parallel(N, t + 1))
   for (int64_t i = 0; i < N; ++i)
     for (int64_t hh = 0; hh < H_; ++hh) {
-      const float* row = kv.data() + i * 2 * E_;
+      const float* row = qkv.data() + i * 3 * E_;
       float* kc = K + (i * H_ + hh) * T * hd_;
       float* vc = Vc + (i * H_ + hh) * T * hd_;
-      std::memcpy(kc + t * hd_, row + hh * hd_, size_t(hd_) * sizeof(float));  // position t appended
-      std::memcpy(vc + t * hd_, row + E_ + hh * hd_, size_t(hd_) * sizeof(float));
-      attend(q.data() + i * E_ + hh * hd_, kc, vc, t + 1, hd_, probs_.data() + (i * H_ + hh) * W,
-             ctx.data() + i * E_ + hh * hd_);
+      std::memcpy(kc + t * hd_, row + E_ + hh * hd_, size_t(hd_) * sizeof(float));  // position t appended
+      std::memcpy(vc + t * hd_, row + 2 * E_ + hh * hd_, size_t(hd_) * sizeof(float));
+      attend(row + hh * hd_, kc, vc, t + 1, hd_, probs_.data() + (i * H_ + hh) * W, ctx.data() + i * E_ + hh * hd_);
     }
-  return apply(w.out_self, ctx);
+  return apply(w.out_self, in_, ctx);
 }
 
 Tensor TransformerStepDecoder::cross_attention(int64_t l, const Tensor& h, const std::vector<int64_t>& rows) {
   const PreparedLayer& w = p_->layers[size_t(l)];
   const int64_t N = h.size(0), W = S_;
-  Tensor q = apply(w.q_cross, h);  // [N, E], scaled: W_Q only, the keys are the memory's
+  Tensor q = apply(w.q_cross, in_, h);  // [N, E], scaled: W_Q only, the keys are the memory's
   const float* K = memory_.get(cache_name("cross_k", size_t(l))).data();
   const float* Vm = memory_.get(cache_name("cross_v", size_t(l))).data();
   Tensor ctx = Tensor::empty({N, E_});
@@ -205,7 +210,7 @@ Tensor TransformerStepDecoder::cross_attention(int64_t l, const Tensor& h, const
         for (int64_t j = 0; j < S_; ++j) m.data()[i * S_ + j] += w * p[j];
       }
   }
-  return apply(w.out_cross, ctx);
+  return apply(w.out_cross, in_, ctx);
 }
 
 Tensor TransformerStepDecoder::layer(int64_t l, const Tensor& x, DecoderState& state, const std::vector<int64_t>& rows,
@@ -214,7 +219,7 @@ Tensor TransformerStepDecoder::layer(int64_t l, const Tensor& x, DecoderState& s
   const PreparedLayer& w = p_->layers[size_t(l)];
   const auto act = d.options.activation == Activation::GELU ? kernels::activation::Kind::GELU
                                                             : kernels::activation::Kind::ReLU;
-  auto ff = [&](const Tensor& in) { return apply(w.ff2, apply(w.ff1, in, &act)); };
+  auto ff = [&](const Tensor& x) { return apply(w.ff2, in_, apply(w.ff1, in_, x, &act)); };
   if (d.options.norm_first) {
     Tensor h = add(x, self_attention(l, d.norm1->forward(x), state, t));
     h = add(h, cross_attention(l, d.norm2->forward(h), rows));
@@ -260,17 +265,18 @@ const StepTop& TransformerStepDecoder::step(const std::vector<int64_t>& rows, De
 
 }  // namespace
 
-std::shared_ptr<const PreparedDecoder> prepare_transformer_decoder(const Transformer& model, int64_t max_rows) {
+std::shared_ptr<const PreparedDecoder> prepare_transformer_decoder(const Transformer& model, int64_t max_rows,
+                                                                  nn::StepWeightType compute) {
   auto p = std::make_shared<TransformerPrepared>();
   p->model = &model;
-  const bool packed = max_rows >= kPackRows;
+  const StepLayout layout = step_layout(max_rows, compute);
   const TransformerConfig& s = model.section();
   for (const auto& d : model.decoder_stack().layers)
-    p->layers.push_back(prepare_layer(*d, model.config().embed, s.heads, packed));
+    p->layers.push_back(prepare_layer(*d, model.config().embed, s.heads, layout));
   const Seq2SeqModel::OutputLayer o = model.output_layer();
   p->w_y = o.weight.detach().clone();
   p->b_y = o.bias.detach().clone();
-  p->y = nn::StepLinear(p->w_y, packed);
+  p->y = nn::StepLinear(p->w_y, layout.packed, layout.type);
   return p;
 }
 

@@ -32,7 +32,8 @@ class Transformer;
 
 // Every decoder layer's maps and the output projection laid out once (nn::StepLinear,
 // packed for kPackRows rows or more): copies, valid while the model's parameters stay unchanged.
-std::shared_ptr<const PreparedDecoder> prepare_transformer_decoder(const Transformer& model, int64_t max_rows);
+std::shared_ptr<const PreparedDecoder> prepare_transformer_decoder(const Transformer& model, int64_t max_rows,
+                                                                  nn::StepWeightType compute);
 // A decoder over `memory` (encode()'s, B sentences); `prepared` from
 // prepare_transformer_decoder of the same model (std::invalid_argument otherwise).
 std::unique_ptr<StepDecoder> make_transformer_decoder(const Transformer& model,
