@@ -9,6 +9,7 @@ A model passed here has
       is the batch [B, ...]; beam search repeats every one of them K times
   step(memory, state, prev [N]) -> (log-probabilities [N, V], state)
 """
+import json
 import resource
 
 import torch
@@ -29,7 +30,22 @@ def parser(shapes):
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--beam", type=int, default=1)
     p.add_argument("--lengths", choices=["mixed", "uniform"], default="mixed")
+    p.add_argument("--quantize", choices=["none", "int8"], default="none",
+                   help="decode: int8 = torch.ao.quantization.quantize_dynamic on the Linear, LSTM / GRU "
+                        "(and their cells) layers, on the faster of the quantized engines")
     return p
+
+
+DYNAMIC_INT8_LAYERS = {nn.Linear, nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell}
+
+
+def dynamic_int8(model, engine):
+    """PyTorch's own int8 inference: weights quantised per tensor once, activations per
+    call (dynamic quantisation), on quantized engine `engine` ("onednn" or "qnnpack").
+    Only modules are replaced: a model that multiplies by raw tensors (F.linear on a
+    parameter, as the Transformer peer's cache does) keeps those products in fp32."""
+    torch.backends.quantized.engine = engine
+    return torch.ao.quantization.quantize_dynamic(model, DYNAMIC_INT8_LAYERS, dtype=torch.qint8)
 
 
 def rss_bytes():
@@ -140,12 +156,35 @@ def make_batch(B, uniform=False):
     return src, lengths, tgt_in, tgt_out
 
 
+def run_dynamic_int8(model, a):
+    """decode with the model dynamically quantised, on each quantized engine this torch
+    has; prints the faster engine's line ({"compute": "int8", "engine": ...})."""
+    import contextlib
+    import io
+    if a.mode != "decode":
+        raise SystemExit("--quantize int8: decode only")
+    model.eval()
+    a.quantize = "none"
+    best = None
+    for engine in [e for e in torch.backends.quantized.supported_engines if e in ("onednn", "fbgemm", "qnnpack")]:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            run(dynamic_int8(model, engine), a)
+        line = json.loads(out.getvalue().strip().splitlines()[-1])
+        line.update({"compute": "int8", "engine": engine})
+        if best is None or line["sents_per_s"] > best["sents_per_s"]:
+            best = line
+    common.emit(best)
+
+
 def run(model, a):
     """train: forward + backward + clip_grad_norm_(1.0) + Adam step on one batch -> target tokens/s;
     decode: greedy (beam 1) or beam search for 1.5 * max source length + 5 steps -> sentences/s.
     Prints one JSON line. Memory, from the peak resident set (ru_maxrss): training's
     peak_rss_delta_bytes counts from setup() (the model, gradients, Adam's moments, the steps);
     decoding's peak_bytes_per_sent from the start of run() (the searches), per sentence."""
+    if a.quantize == "int8":
+        return run_dynamic_int8(model, a)
     src, lengths, tgt_in, tgt_out = make_batch(a.batch, a.lengths == "uniform")
     record = {"impl": "torch", "version": torch.__version__, "model": a.model, "batch": a.batch, "lengths": a.lengths}
     if a.mode == "train":

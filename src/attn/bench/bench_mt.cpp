@@ -47,11 +47,14 @@
 namespace attn::bench {
 namespace {
 
-// A shape: a model config (the file format's JSON) and the PyTorch peer that builds the same network.
+// A shape: a model config (the file format's JSON) and the PyTorch peer that builds the same network;
+// whether that peer also decodes with PyTorch's dynamic int8 (its modules quantised: the
+// Transformer peer's cached step multiplies by raw parameters, which quantize_dynamic leaves alone)
 struct Preset {
   const char* name;
   const char* config;
   const char* peer;
+  bool peer_int8 = true;
 };
 const Preset kPresets[] = {
     {"lean",
@@ -74,7 +77,7 @@ const Preset kPresets[] = {
          "decoder_layers": 3, "heads": 4, "feed_forward": 1024, "activation": "relu", "norm": "pre",
          "positions": "sinusoidal", "max_positions": 1024, "dropout": 0.2, "attention_dropout": 0.2,
          "tied_embeddings": "all"})",
-     "torch_transformer.py"},
+     "torch_transformer.py", false},
 };
 
 const Preset& preset(const std::string& name) {
@@ -226,7 +229,8 @@ nlohmann::json decode_line(const BenchOptions& opt, const std::string& name, con
 }
 
 // {"bench": "decode_compute", model, batch, beam, compute, "speedup_over_fp32"
-// (when fp32 ran too), "speedup_over_peer"} for every compute type but fp32
+// (when fp32 ran too), "speedup_over_peer" (PyTorch fp32), and for int8
+// "speedup_over_peer_int8" (PyTorch's dynamic int8)} for every compute type but fp32
 void emit_compute_speedups(const std::vector<nlohmann::json>& lines, const std::vector<nlohmann::json>& peer) {
   const nlohmann::json* fp32 = nullptr;
   for (const nlohmann::json& j : lines)
@@ -236,9 +240,13 @@ void emit_compute_speedups(const std::vector<nlohmann::json>& lines, const std::
     nlohmann::json s = {{"bench", "decode_compute"}, {"model", j["model"]},     {"batch", j["batch"]},
                         {"beam", j["beam"]},         {"compute", j["compute"]}};
     if (fp32) s["speedup_over_fp32"] = double(j["sents_per_s"]) / double((*fp32)["sents_per_s"]);
-    for (const nlohmann::json& p : peer)
-      if (p.value("bench", "") == "decode" && p.contains("sents_per_s"))
-        s["speedup_over_peer"] = double(j["sents_per_s"]) / double(p["sents_per_s"]);
+    for (const nlohmann::json& p : peer) {
+      if (p.value("bench", "") != "decode" || !p.contains("sents_per_s")) continue;
+      const std::string pc = p.value("compute", "fp32");
+      if (pc == "fp32") s["speedup_over_peer"] = double(j["sents_per_s"]) / double(p["sents_per_s"]);
+      if (pc == "int8" && j["compute"] == "int8")
+        s["speedup_over_peer_int8"] = double(j["sents_per_s"]) / double(p["sents_per_s"]);
+    }
     emit(s);
   }
 }
@@ -290,9 +298,11 @@ void bench_mt_decode(const BenchOptions& opt, const std::vector<std::string>& sh
           emit(lines.back());
         }
         std::vector<nlohmann::json> peer;
-        if (opt.run_peers)
-          peer = run_peer(opt, peer_of(name), "--mode decode --model " + name + " --batch " + std::to_string(batch) +
-                                                  " --beam " + std::to_string(beam) + " --lengths " + opt.lengths);
+        const std::string peer_args = "--mode decode --model " + name + " --batch " + std::to_string(batch) +
+                                      " --beam " + std::to_string(beam) + " --lengths " + opt.lengths;
+        if (opt.run_peers) peer = run_peer(opt, peer_of(name), peer_args);
+        if (opt.run_peers && preset(name).peer_int8 && std::count(opt.computes.begin(), opt.computes.end(), "int8"))
+          for (nlohmann::json& j : run_peer(opt, peer_of(name), peer_args + " --quantize int8")) peer.push_back(j);
         emit_compute_speedups(lines, peer);
         if (!lines[0].contains("flops")) continue;
         // a step's largest product: the output layer over the batch's rows
@@ -300,7 +310,8 @@ void bench_mt_decode(const BenchOptions& opt, const std::vector<std::string>& sh
         // a step of the full batch (rows leave it as their sentences finish)
         const double products =
             sgemm_products_line(transformer_step_products(*transformer_dims(c), batch * beam), "decode step", opt);
-        for (const nlohmann::json& j : lines) emit_rates(j, peer, "sents_per_s", {square_sgemm(square, opt), at_shape, products});
+        for (const nlohmann::json& j : lines)
+          emit_rates(j, peer, "sents_per_s", {square_sgemm(square, opt), at_shape, products});
       }
   }
 }

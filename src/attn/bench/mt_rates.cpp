@@ -42,6 +42,7 @@ void emit_rates(const nlohmann::json& attn_line, const std::vector<nlohmann::jso
   if (attn_line.contains("compute")) j["compute"] = attn_line["compute"];
   for (const nlohmann::json& p : peer_lines) {
     if (!p.contains(per_s) || p.value("bench", "") != attn_line.value("bench", "")) continue;
+    if (p.value("compute", "fp32") != "fp32") continue;  // PyTorch's own int8: decode_compute lines
     j["speedup"] = double(attn_line.at(per_s)) / double(p[per_s]);
     // searches that ran different numbers of rows x steps (bench_mt.cpp: attn stops each
     // sentence at its own length limit, the peer at the batch's): rows x steps per second
