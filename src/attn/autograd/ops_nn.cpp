@@ -53,9 +53,14 @@ Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) 
 #pragma omp parallel for if (x.numel() > kParallelGrain)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = px + r * n;
-    double mu = 0, var = 0;  // double: the variance of a row with a large mean cancels
+    // double: the variance of a row with a large mean cancels. The sums vectorised
+    // (8 partial sums, then added): a sum in order was a chain of dependent adds,
+    // 5.7% of an int8 Transformer search (perf, 2026-11-27)
+    double mu = 0, var = 0;
+#pragma omp simd reduction(+ : mu)
     for (int64_t i = 0; i < n; ++i) mu += xr[i];
     mu /= double(n);
+#pragma omp simd reduction(+ : var)
     for (int64_t i = 0; i < n; ++i) var += (xr[i] - mu) * (xr[i] - mu);
     var /= double(n);
     float rs = float(1.0 / std::sqrt(var + double(eps)));
