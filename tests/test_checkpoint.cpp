@@ -99,7 +99,7 @@ TEST(Checkpoint, CorruptOrTruncatedFilesNameFileAndProblem) {
       {"cut inside the header", bytes.substr(0, 8 + hn / 2), "truncated or corrupt: header length"},
       {"cut inside the data", bytes.substr(0, bytes.size() - 7), "truncated: tensor 'fc2.bias' ends at byte"},
       {"cut at the end of the header", bytes.substr(0, 8 + hn), "truncated: tensor"},
-      {"wrong dtype", f16, "tensor 'fc1.weight': dtype \"F16\", only F32 is supported"},
+      {"wrong dtype", f16, "tensor 'fc1.weight': dtype \"F16\", only F32, BF16 and I8 are supported"},
   };
   for (const Case& c : cases) {
     write_bytes(bad, c.content);

@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <bit>
+#include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <tuple>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
@@ -26,16 +29,34 @@ namespace {
 constexpr uint64_t kMaxHeaderBytes = 100ull << 20;  // the reference readers' limit
 constexpr size_t kMaxTensors = 100000;
 
-// The byte size of an F32 tensor of `shape`, or an error naming the tensor
-// when the element count times 4 does not fit in 64 bits (it would wrap).
-uint64_t checked_f32_bytes(const std::string& path, const std::string& name, const Shape& shape) {
+// The byte size of a tensor of `shape` with elements of `element_bytes`, or an
+// error naming the tensor when the element count times that does not fit in 64 bits.
+uint64_t checked_bytes(const std::string& path, const std::string& name, const Shape& shape, uint64_t element_bytes) {
   uint64_t n = 1;
   for (int64_t d : shape)
     if (__builtin_mul_overflow(n, uint64_t(d), &n))
       fail(path, "tensor '" + name + "': shape " + shape.str() + " has more elements than fit in 64 bits");
-  if (n > uint64_t(INT64_MAX) || __builtin_mul_overflow(n, uint64_t(4), &n))
+  if (n > uint64_t(INT64_MAX) || __builtin_mul_overflow(n, element_bytes, &n))
     fail(path, "tensor '" + name + "': shape " + shape.str() + " is too large (its byte size overflows)");
   return n;
+}
+
+// The dtypes read: F32 as is, BF16 widened, I8 times its rows' scales (kScaleSuffix)
+uint64_t element_bytes(const std::string& dtype) { return dtype == "F32" ? 4 : dtype == "BF16" ? 2 : 1; }
+
+float bf16_to_float(uint16_t h) {
+  const uint32_t u = uint32_t(h) << 16;
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+uint16_t float_to_bf16(float x) {  // round to nearest even; NaN stays NaN
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
 }
 
 // The 8-byte header length `hn` of a file of `file_size` bytes: inside the
@@ -108,17 +129,97 @@ void write_file_atomic(const std::string& path, const std::string& bytes, bool d
 }
 
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+                      const std::map<std::string, std::string>& metadata, WeightFileType type) {
+  std::string bytes;
+  try {
+    bytes = encode_safetensors(tensors, metadata, type);
+  } catch (const std::invalid_argument& e) {
+    fail(path, e.what());
+  }
+  write_file_atomic(path, bytes);
+}
+
+namespace {
+
+struct Entry {
+  std::string name, dtype;
+  Shape shape;
+  uint64_t begin, end;
+};
+
+// An entry's data as F32: as stored, widened from BF16, or I8 times the scale of
+// its first index (the entry NAME + kScaleSuffix: F32 [shape[0]])
+Tensor decode_tensor(const std::string& path, const Entry& e, std::string_view data,
+                     const std::map<std::string, const Entry*>& by_name) {
+  Tensor t = Tensor::empty(e.shape);
+  const char* src = data.data() + e.begin;
+  const int64_t n = t.numel();
+  if (e.dtype == "F32") {
+    std::memcpy(t.data(), src, e.end - e.begin);
+  } else if (e.dtype == "BF16") {
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, src + 2 * i, 2);
+      t.data()[i] = bf16_to_float(h);
+    }
+  } else {
+    auto s = by_name.find(e.name + std::string(kScaleSuffix));
+    const int64_t rows = e.shape.rank() == 0 ? 1 : e.shape[0];
+    if (s == by_name.end() || s->second->dtype != "F32" || s->second->shape != Shape{rows})
+      fail(path, "tensor '" + e.name + "': I8 without its scales '" + e.name + std::string(kScaleSuffix) + "' (F32 [" +
+                     std::to_string(rows) + "])");
+    std::vector<float> scale(static_cast<size_t>(rows));
+    std::memcpy(scale.data(), data.data() + s->second->begin, size_t(rows) * 4);
+    const int64_t per_row = rows ? n / rows : 0;
+    for (int64_t i = 0; i < n; ++i) t.data()[i] = float(int8_t(src[i])) * scale[size_t(i / per_row)];
+  }
+  return t;
+}
+
+}  // namespace
+
+std::string encode_safetensors(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                               const std::map<std::string, std::string>& metadata, WeightFileType type) {
   static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
+  // each tensor's stored form: (name, dtype, bytes)
+  std::vector<std::tuple<std::string, std::string, std::vector<int64_t>, std::string>> stored;
+  for (const auto& [name, t] : tensors) {
+    std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
+    const float* x = t.data();
+    const int64_t n = t.numel();
+    if (type == WeightFileType::BF16) {
+      std::string b(size_t(n) * 2, '\0');
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t h = float_to_bf16(x[i]);
+        std::memcpy(b.data() + 2 * i, &h, 2);
+      }
+      stored.emplace_back(name, "BF16", shape, std::move(b));
+    } else if (type == WeightFileType::I8 && t.dim() == 2 && n > 0) {
+      // per row, symmetric: q = round(x / s), s = max|row| / 127 (nn/step_weight_types.cpp's scheme)
+      const int64_t rows = t.size(0), cols = t.size(1);
+      std::string q(size_t(n), '\0'), sc(size_t(rows) * 4, '\0');
+      for (int64_t r = 0; r < rows; ++r) {
+        float amax = 0;
+        for (int64_t c = 0; c < cols; ++c) amax = std::max(amax, std::fabs(x[r * cols + c]));
+        if (!std::isfinite(amax))
+          throw std::invalid_argument("int8 weights: tensor '" + name + "' row " + std::to_string(r) + " is not finite");
+        const float inv = amax > 0 ? 127.0f / amax : 0.0f, s = amax / 127.0f;
+        for (int64_t c = 0; c < cols; ++c) q[size_t(r * cols + c)] = char(int8_t(std::nearbyint(x[r * cols + c] * inv)));
+        std::memcpy(sc.data() + 4 * r, &s, 4);
+      }
+      stored.emplace_back(name, "I8", shape, std::move(q));
+      stored.emplace_back(name + std::string(kScaleSuffix), "F32", std::vector<int64_t>{rows}, std::move(sc));
+    } else {
+      stored.emplace_back(name, "F32", shape, std::string(reinterpret_cast<const char*>(x), size_t(n) * 4));
+    }
+  }
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
-  for (const auto& [name, t] : tensors) {
-    if (header.contains(name)) fail(path, "tensor name '" + name + "' appears twice");
-    std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
-    uint64_t bytes = uint64_t(t.numel()) * 4;
-    header[name] = {{"dtype", "F32"}, {"shape", shape}, {"data_offsets", {offset, offset + bytes}}};
-    offset += bytes;
+  for (const auto& [name, dtype, shape, bytes] : stored) {
+    if (header.contains(name)) throw std::invalid_argument("tensor name '" + name + "' appears twice");
+    header[name] = {{"dtype", dtype}, {"shape", shape}, {"data_offsets", {offset, offset + bytes.size()}}};
+    offset += bytes.size();
   }
   std::string h = header.dump();
   while (h.size() % 8) h.push_back(' ');  // the format pads the header with spaces to 8 bytes
@@ -127,8 +228,8 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   uint64_t hn = h.size();
   out.append(reinterpret_cast<const char*>(&hn), 8);
   out += h;
-  for (const auto& [name, t] : tensors) out.append(reinterpret_cast<const char*>(t.data()), size_t(t.numel()) * 4);
-  write_file_atomic(path, out);
+  for (const auto& st : stored) out += std::get<3>(st);
+  return out;
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
@@ -167,11 +268,6 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
   uint64_t data_size = file_size - 8 - hn;
   SafetensorsFile f;
   f.path = path;
-  struct Entry {
-    std::string name;
-    Shape shape;
-    uint64_t begin, end;
-  };
   std::vector<Entry> entries;
   for (auto it = header.begin(); it != header.end(); ++it) {
     if (it.key() == "__metadata__") {
@@ -186,12 +282,13 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
     const std::string& name = it.key();
     if (!e.is_object() || !e.contains("dtype") || !e.contains("shape") || !e.contains("data_offsets"))
       fail(path, "tensor '" + name + "': entry lacks dtype, shape or data_offsets");
-    if (e["dtype"] != "F32")  // only a string is quoted (describe: bounded, and no dump() of a nested value)
+    if (e["dtype"] != "F32" && e["dtype"] != "BF16" && e["dtype"] != "I8")  // only a string is quoted (describe)
       fail(path, "tensor '" + name + "': dtype " +
                      (e["dtype"].is_string() ? config::describe(e["dtype"]) : std::string("not a string")) +
-                     ", only F32 is supported");
+                     ", only F32, BF16 and I8 are supported");
     Entry en;
     en.name = name;
+    en.dtype = e["dtype"].get<std::string>();
     try {
       if (!e["shape"].is_array()) fail(path, "tensor '" + name + "': shape is not an array");
       if (e["shape"].size() > size_t(kMaxRank))
@@ -215,9 +312,9 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
     } catch (const std::invalid_argument& ex) {
       fail(path, "tensor '" + name + "': " + ex.what());
     }
-    if (en.end < en.begin || en.end - en.begin != checked_f32_bytes(path, name, en.shape))
+    if (en.end < en.begin || en.end - en.begin != checked_bytes(path, name, en.shape, element_bytes(en.dtype)))
       fail(path, "tensor '" + name + "': byte range [" + std::to_string(en.begin) + ", " + std::to_string(en.end) +
-                     ") does not hold shape " + en.shape.str() + " of F32");
+                     ") does not hold shape " + en.shape.str() + " of " + en.dtype);
     if (en.end > data_size)
       fail(path, "truncated: tensor '" + name + "' ends at byte " + std::to_string(en.end) + " of the data, which has " +
                      std::to_string(data_size));
@@ -235,10 +332,18 @@ SafetensorsFile parse_safetensors(std::string_view bytes, const std::string& pat
   if (pos != data_size)
     fail(path, "corrupt: " + std::to_string(data_size - pos) + " bytes after the last tensor's data");
   const std::string_view data = bytes.substr(8 + hn);
+  std::map<std::string, const Entry*> by_name;
+  for (const Entry& e : entries) by_name[e.name] = &e;
   for (const Entry* e : sorted) {
-    Tensor t = Tensor::empty(e->shape);
-    std::memcpy(t.data(), data.data() + e->begin, e->end - e->begin);
-    f.tensors.emplace_back(e->name, t);
+    const bool is_scale = e->name.size() > kScaleSuffix.size() &&
+                          e->name.compare(e->name.size() - kScaleSuffix.size(), kScaleSuffix.size(), kScaleSuffix) == 0;
+    if (is_scale) {  // read with its I8 tensor
+      auto base = by_name.find(e->name.substr(0, e->name.size() - kScaleSuffix.size()));
+      if (base == by_name.end() || base->second->dtype != "I8")
+        fail(path, "tensor '" + e->name + "': the scales of a tensor that is not I8");
+      continue;
+    }
+    f.tensors.emplace_back(e->name, decode_tensor(path, *e, data, by_name));
   }
   return f;
 }
