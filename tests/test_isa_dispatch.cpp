@@ -14,6 +14,7 @@
 #include "attn/kernels/rows_gemm.h"
 #include "attn/tensor/random.h"
 #include "compare.h"
+#include "isa_builds.h"
 // models, recurrent GEMM and tensor kernels
 #include <algorithm>
 #include <numeric>
@@ -32,12 +33,7 @@ using attn::testing::compare;
 
 namespace {
 
-std::vector<cpu::Isa> runnable_isas() {
-  std::vector<cpu::Isa> out;
-  for (cpu::Isa i : {cpu::Isa::scalar, cpu::Isa::avx2, cpu::Isa::avx512})
-    if (i <= cpu::detected_isa()) out.push_back(i);
-  return out;
-}
+using attn::testing::runnable_isas;
 
 std::vector<float> random_vec(int64_t n, Rng& rng) {
   std::vector<float> v(static_cast<size_t>(n));

@@ -16,18 +16,14 @@
 #include "attn/kernels/quant_gemm.h"
 #include "attn/nn/step_linear.h"
 #include "attn/tensor/random.h"
+#include "isa_builds.h"
 
 using namespace attn;
 namespace qk = attn::quant::kernels;
 
 namespace {
 
-std::vector<cpu::Isa> runnable_isas() {
-  std::vector<cpu::Isa> out;
-  for (cpu::Isa i : {cpu::Isa::scalar, cpu::Isa::avx2, cpu::Isa::avx512})
-    if (i <= cpu::detected_isa()) out.push_back(i);
-  return out;
-}
+using attn::testing::runnable_isas;
 
 Tensor random_matrix(int64_t rows, int64_t cols, Rng& rng, float scale = 1.0f) {
   Tensor t = Tensor::empty({rows, cols});

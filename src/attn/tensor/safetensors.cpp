@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "attn/config/object_reader.h"  // whole_number, describe
+#include "attn/kernels/quant_gemm.h"       // bf16_of, float_of_bf16
 
 namespace attn {
 
@@ -44,20 +45,7 @@ uint64_t checked_bytes(const std::string& path, const std::string& name, const S
 // The dtypes read: F32 as is, BF16 widened, I8 times its rows' scales (kScaleSuffix)
 uint64_t element_bytes(const std::string& dtype) { return dtype == "F32" ? 4 : dtype == "BF16" ? 2 : 1; }
 
-float bf16_to_float(uint16_t h) {
-  const uint32_t u = uint32_t(h) << 16;
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
 
-uint16_t float_to_bf16(float x) {  // round to nearest even; NaN stays NaN
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return uint16_t(u >> 16);
-}
 
 // The 8-byte header length `hn` of a file of `file_size` bytes: inside the
 // file and under the limit, else an error naming the file.
@@ -160,7 +148,7 @@ Tensor decode_tensor(const std::string& path, const Entry& e, std::string_view d
     for (int64_t i = 0; i < n; ++i) {
       uint16_t h;
       std::memcpy(&h, src + 2 * i, 2);
-      t.data()[i] = bf16_to_float(h);
+      t.data()[i] = quant::kernels::float_of_bf16(h);
     }
   } else {
     auto s = by_name.find(e.name + std::string(kScaleSuffix));
@@ -190,7 +178,7 @@ std::string encode_safetensors(const std::vector<std::pair<std::string, Tensor>>
     if (type == WeightFileType::BF16) {
       std::string b(size_t(n) * 2, '\0');
       for (int64_t i = 0; i < n; ++i) {
-        const uint16_t h = float_to_bf16(x[i]);
+        const uint16_t h = quant::kernels::bf16_of(x[i]);
         std::memcpy(b.data() + 2 * i, &h, 2);
       }
       stored.emplace_back(name, "BF16", shape, std::move(b));
