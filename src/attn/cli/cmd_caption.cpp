@@ -31,6 +31,7 @@ struct CaptionOpts {
   decode::CaptionOptions search;
   models::MapChoice map;  // --attention-map / --layer / --head: search.attention_map once the model is loaded
   int threads = 0, batch = 16;
+  std::string compute = "fp32";  // --compute: the captioner's search is fp32 only (refused otherwise, naming the type)
 };
 
 // The run's image input, or an error saying why the run cannot caption.
@@ -99,6 +100,7 @@ void run_captioning(CaptionOpts o) {
   const decode::TranslationModel tm = decode::load_model_dir(o.model, o.weights);  // image_input_of refuses text models
   const decode::ImageModelInput in = image_input_of(tm, o.model);
   o.search.attention_map = chosen_attention_map(*tm.model, o.map);  // an unknown name: before any image is read
+  (void)tm.model->prepare_decoder(o.batch, compute_type(o.compute));  // a type the model cannot search in: now
   for (size_t first = 0; first < o.images.size(); first += size_t(o.batch))
     caption_chunk(o, tm, in, first, std::min(o.images.size(), first + size_t(o.batch)));
 }
@@ -114,6 +116,7 @@ CLI::App* add_caption_command(CLI::App& app) {
   cmd->add_option("--weights", o->weights, "weights file to use instead of RUN/model.safetensors");
   cmd->add_option("images", o->images, "image files to caption (PNG or JPEG)");
   add_beam_option(*cmd, o->search.beam, "beam size (1: greedy)", false);
+  add_compute_option(*cmd, o->compute);
   cmd->add_option("--length-penalty", o->search.length_penalty, "alpha in score = log p / length^alpha")
       ->capture_default_str()->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--max-words", o->search.max_words, "pieces a caption may have")
