@@ -83,6 +83,8 @@ TEST(ComputeCli, TheCaptionerRefusesInt8BeforeReadingInput) {
   std::string all;
   for (std::string l = p.line(); !l.empty(); l = p.line()) all += l;
   EXPECT_NE(all.find("show_attend_tell"), std::string::npos) << all;
+  ServeProcess automatic({"-m", serve_caption_run().run, "--port", "0", "--compute", "auto"});  // auto: fp32 here
+  EXPECT_GT(listening_port(automatic), 0);
 }
 
 }  // namespace

@@ -100,7 +100,7 @@ void run_captioning(CaptionOpts o) {
   const decode::TranslationModel tm = decode::load_model_dir(o.model, o.weights);  // image_input_of refuses text models
   const decode::ImageModelInput in = image_input_of(tm, o.model);
   o.search.attention_map = chosen_attention_map(*tm.model, o.map);  // an unknown name: before any image is read
-  (void)tm.model->prepare_decoder(o.batch, compute_type(o.compute));  // a type the model cannot search in: now
+  (void)compute_type(o.compute, *tm.model);  // a type the model cannot search in: refused now
   for (size_t first = 0; first < o.images.size(); first += size_t(o.batch))
     caption_chunk(o, tm, in, first, std::min(o.images.size(), first + size_t(o.batch)));
 }

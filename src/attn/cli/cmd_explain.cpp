@@ -74,7 +74,7 @@ void add_explain_command(CLI::App& app) {
     decode::TranslationModel tm = decode::load_model_dir(o->model, o->weights);
     // an unknown map, layer or head: before any input is read
     o->explain.attention_map = chosen_attention_map(*tm.model, o->map);
-    o->explain.compute = compute_type(o->compute);
+    o->explain.compute = compute_type(o->compute, *tm.model);
     const std::vector<std::string> self_maps = tm.model->encoder_attention_maps();
     const bool self_asked = !o->self_heatmap.empty() || o->self_map.layer != 0 || !o->self_map.head.empty() ||
                             !o->self_map.name.empty();

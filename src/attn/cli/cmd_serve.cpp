@@ -50,9 +50,7 @@ void add_serve_command(CLI::App& app) {
   cmd->callback([o] {
     serve::StopSignals signals;  // before any thread starts, so that no thread dies of SIGTERM
     decode::TranslationModel tm = decode::load_model_dir(o->model, o->weights);  // text or image model
-    o->server.compute = compute_type(o->compute);
-    if (o->server.compute != nn::StepWeightType::F32)
-      (void)tm.model->prepare_decoder(1, o->server.compute);  // refuses a kind without a reduced-precision search now
+    o->server.compute = compute_type(o->compute, *tm.model);  // refuses a kind without a reduced-precision search
     o->server.model_name = std::filesystem::path(o->model).lexically_normal().filename().string();
     if (o->server.model_name.empty()) o->server.model_name = o->model;
     // POST /v1/explain: what `attn explain --format json` prints for the sentence or

@@ -211,7 +211,7 @@ void add_translate_command(CLI::App& app) {
     to.batch_sentences = o->batch;
     to.max_src_tokens = o->max_src_pieces;
     to.long_lines = long_lines_rule(o->long_lines);
-    to.search.compute = compute_type(o->compute);
+    to.search.compute = compute_type(o->compute, *tm.model);
     to.search.prepared = tm.model->prepare_decoder(to.batch_sentences * to.search.beam, to.search.compute);  // once for every chunk
     const bool inline_align = align_file.is_open() == false && !o->alignments.empty();
     for (size_t start = 0; start < lines.size(); start += size_t(o->chunk)) {

@@ -29,11 +29,19 @@ CLI::Option* add_compute_option(CLI::App& cmd, std::string& compute) {
       ->check(CLI::IsMember({"fp32", "int8", "bf16", "auto"}));
 }
 
-nn::StepWeightType compute_type(const std::string& name) {
-  if (name != "auto") return nn::step_weight_type(name);
-  if (cpu::native_int8()) return nn::StepWeightType::I8;
-  if (cpu::native_bf16()) return nn::StepWeightType::BF16;
-  return nn::StepWeightType::F32;
+nn::StepWeightType compute_type(const std::string& name, const models::Seq2SeqModel& model) {
+  const nn::StepWeightType t = name != "auto"       ? nn::step_weight_type(name)
+                               : cpu::native_int8() ? nn::StepWeightType::I8
+                               : cpu::native_bf16() ? nn::StepWeightType::BF16
+                                                    : nn::StepWeightType::F32;
+  if (t == nn::StepWeightType::F32) return t;
+  try {
+    (void)model.prepare_decoder(1, t);  // refuses a kind without a reduced-precision search
+  } catch (const std::invalid_argument&) {
+    if (name == "auto") return nn::StepWeightType::F32;
+    throw;
+  }
+  return t;
 }
 
 void add_attention_map_options(CLI::App& cmd, models::MapChoice& choice, const std::string& prefix) {

@@ -26,9 +26,12 @@ CLI::Option* add_threads_option(CLI::App& cmd, int& threads);
 // --compute fp32|int8|bf16|auto: the element type of the search's products
 // (nn/step_weight_types.h; default fp32).
 CLI::Option* add_compute_option(CLI::App& cmd, std::string& compute);
-// The type a --compute value names; auto: the fastest this CPU runs natively
-// (int8 with VNNI, else bf16 with AVX-512 BF16, else fp32; `attn --version` says which).
-nn::StepWeightType compute_type(const std::string& name);
+// The type a --compute value names for `model`; auto: the fastest this CPU runs
+// natively (int8 with VNNI, else bf16 with AVX-512 BF16, else fp32; `attn
+// --version` says which), or fp32 for a model whose search is fp32 only (the
+// captioner). A type named outright that the model cannot search in throws
+// std::invalid_argument naming the model type.
+nn::StepWeightType compute_type(const std::string& name, const models::Seq2SeqModel& model);
 // The bytes of an input line that are read (the rest of a longer line is never
 // held): 256 per allowed source piece, at least 64 KiB; 1 MiB without a piece
 // limit. A piece spans a few bytes of text (SentencePiece's longest are 16
