@@ -120,6 +120,9 @@ TEST(ComputeTypes, AKindWithoutAReducedPrecisionStepRefusesTheType) {
   auto m = models::make_model(tiny_captioner_config(models::ImageAttention::Soft), init, 1);
   m->train(false);
   EXPECT_EQ(m->prepare_decoder(4, nn::StepWeightType::F32), nullptr);
+  EXPECT_TRUE(m->searches_in(nn::StepWeightType::F32));
+  EXPECT_FALSE(m->searches_in(nn::StepWeightType::I8));
+  for (const char* json : kConfigs) EXPECT_TRUE(make(json)->searches_in(nn::StepWeightType::BF16)) << json;
   try {
     (void)m->prepare_decoder(4, nn::StepWeightType::I8);
     ADD_FAILURE() << "int8 accepted";

@@ -34,13 +34,9 @@ nn::StepWeightType compute_type(const std::string& name, const models::Seq2SeqMo
                                : cpu::native_int8() ? nn::StepWeightType::I8
                                : cpu::native_bf16() ? nn::StepWeightType::BF16
                                                     : nn::StepWeightType::F32;
-  if (t == nn::StepWeightType::F32) return t;
-  try {
-    (void)model.prepare_decoder(1, t);  // refuses a kind without a reduced-precision search
-  } catch (const std::invalid_argument&) {
-    if (name == "auto") return nn::StepWeightType::F32;
-    throw;
-  }
+  if (model.searches_in(t)) return t;
+  if (name == "auto") return nn::StepWeightType::F32;
+  (void)model.prepare_decoder(1, t);  // throws, naming the model type
   return t;
 }
 

@@ -152,7 +152,7 @@ std::unique_ptr<StepDecoder> Seq2SeqModel::decoder(const EncoderMemory& memory, 
 std::shared_ptr<const PreparedDecoder> Seq2SeqModel::prepare_decoder(int64_t max_rows,
                                                                     nn::StepWeightType compute) const {
   (void)max_rows;
-  if (compute != nn::StepWeightType::F32)
+  if (!searches_in(compute))
     throw std::invalid_argument("model type " + config_.type + ": its search computes in fp32 only (--compute " +
                                 nn::step_weight_kernels(compute).name + " is for rnnsearch, luong and transformer)");
   return nullptr;

@@ -199,6 +199,8 @@ public:
   // fp32 only: another type throws std::invalid_argument naming the kind).
   virtual std::shared_ptr<const PreparedDecoder> prepare_decoder(
       int64_t max_rows, nn::StepWeightType compute = nn::StepWeightType::F32) const;
+  // Whether prepare_decoder() takes `compute` (the default: fp32 only)
+  virtual bool searches_in(nn::StepWeightType compute) const { return compute == nn::StepWeightType::F32; }
 
   // Teacher forcing: the features the vocabulary projection reads, for every
   // target position, time-major: b.tgt_in [B, T] -> [T * B, R] (row t * B + b

@@ -27,6 +27,7 @@ public:
                                        std::shared_ptr<const PreparedDecoder> prepared = nullptr) const override;
   // The kind's weights prepared once (prepare_fused), packed for searches of kPackRows rows or more.
   std::shared_ptr<const PreparedDecoder> prepare_decoder(int64_t max_rows, nn::StepWeightType compute) const override;
+  bool searches_in(nn::StepWeightType) const override { return true; }  // every type of nn/step_weight_types.h
 
 protected:
   // kind: the model type, for messages ("rnnsearch decoder: ...")

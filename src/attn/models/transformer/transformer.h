@@ -71,6 +71,7 @@ public:
   std::unique_ptr<StepDecoder> decoder(const EncoderMemory& memory, int64_t max_rows,
                                        std::shared_ptr<const PreparedDecoder> prepared = nullptr) const override;
   std::shared_ptr<const PreparedDecoder> prepare_decoder(int64_t max_rows, nn::StepWeightType compute) const override;
+  bool searches_in(nn::StepWeightType) const override { return true; }  // every type of nn/step_weight_types.h
 
   const TransformerConfig& section() const { return cfg_; }
   const nn::TransformerDecoder& decoder_stack() const { return *decoder_; }
