@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { check, finish, launchChromium, run, startServer, stopServer, watchPage } from './common.mjs';
+import { check, finish, launchChromium, run, screenshot, startServer, stopServer, watchPage } from './common.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -259,9 +259,7 @@ async function main() {
       await hoverAndCheckOverlay(page, answer);
       const hover = Math.min(Number(opts.hover), answer.words.length - 1);
       await page.click(`#caption-words button.word[data-word="${hover}"]`);  // kept (a full-page shot may move the pointer)
-      const shot = path.resolve(opts.out, 'page-caption.png');
-      await page.screenshot({ path: shot, fullPage: true });
-      console.log(`# screenshot: ${shot}`);
+      await screenshot(page, opts.out, 'page-caption.png');
       checkClean();  // (the 400 answer below logs a console error of its own)
       await dropAndCheck(page, server.url, opts.attn, model, images[1]);
     } finally {

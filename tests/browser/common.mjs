@@ -5,6 +5,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 
 const { chromium } = await import('playwright-core').catch((e) => {
   console.error(`playwright-core is not installed (${e.code}): run scripts/install-test-deps.sh ` +
@@ -80,6 +81,13 @@ export function watchPage(page, url) {
 }
 
 // Ends the test: "N passed, 0 failed", or the error and exit status 1.
+// A full-page screenshot of `page` to OUT/name (the test's figure to look at), its path logged
+export async function screenshot(page, out, name) {
+  const shot = path.resolve(out, name);
+  await page.screenshot({ path: shot, fullPage: true });
+  console.log(`# screenshot: ${shot}`);
+}
+
 export function finish(promise) {
   promise.then(() => console.log(`${checks} passed, 0 failed`)).catch((e) => {
     console.error(`not ok - ${e.stack ?? e}`);

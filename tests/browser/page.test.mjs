@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { check, finish, launchChromium, run, startServer, stopServer, watchPage } from './common.mjs';
+import { check, finish, launchChromium, run, screenshot, startServer, stopServer, watchPage } from './common.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -277,9 +277,7 @@ async function drivePage(url) {
     await stepAndCheckExplain(page, ex);
     const lit = Math.min(1, tr.weights.length - 1);  // the row clickAndCheckRow lit: hover its strongest cell
     await page.hover(`#heatmap td[data-row="${lit}"][data-col="${tr.weights[lit].indexOf(Math.max(...tr.weights[lit]))}"]`);
-    const shot = path.resolve(opts.out, 'page.png');
-    await page.screenshot({ path: shot, fullPage: true });
-    console.log(`# screenshot: ${shot}`);
+    await screenshot(page, opts.out, 'page.png');
 
     checkClean();  // (the 400 answer below logs a console error of its own)
     await checkErrors(page);

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 
-import { check, finish, launchChromium, run, startServer, stopServer, watchPage } from './common.mjs';
+import { check, finish, launchChromium, run, screenshot, startServer, stopServer, watchPage } from './common.mjs';
 
 const { values: opts } = parseArgs({
   options: {
@@ -167,9 +167,7 @@ async function main() {
       await page.goto(server.url + '/');
       const answers = await checkCrossSelectors(page, health);
       await checkSelfAttention(page, answers, health);
-      const shot = path.resolve(opts.out, 'transformer-page.png');
-      await page.screenshot({ path: shot, fullPage: true });
-      console.log(`# screenshot: ${shot}`);
+      await screenshot(page, opts.out, 'transformer-page.png');
       checkClean();
     } finally {
       await browser.close();
