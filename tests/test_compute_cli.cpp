@@ -6,7 +6,9 @@
 // option; the captioner refuses int8 before it reads any input.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,13 +30,34 @@ TEST(ComputeCli, TranslateAndExplainGiveFp32sOutputInEveryType) {
   TempDir dir("compute_cli");
   const std::string text = sentences(12);
   for (const std::string& run : {serve_toy_run(), serve_transformer_run()}) {
-    const std::string base = "translate -m " + run + " --threads 1 -b 4";
+    // 2-best lines "i ||| translation ||| score": the same best translations, and scores
+    // that show the type was applied (rounded products move them a little)
+    const std::string base = "translate -m " + run + " --threads 1 -b 4 -n 2";
     const CommandResult fp32 = run_attn(base, dir.path, text);
     ASSERT_EQ(fp32.status, 0) << fp32.err;
+    const auto fields = [](const std::string& out) {
+      std::vector<std::pair<std::string, double>> lines;  // (i ||| translation, score)
+      std::istringstream in(out);
+      for (std::string l; std::getline(in, l);) {
+        const size_t cut = l.rfind(" ||| ");
+        lines.emplace_back(l.substr(0, cut), std::stod(l.substr(cut + 5)));
+      }
+      return lines;
+    };
+    const auto want = fields(fp32.out);
+    ASSERT_EQ(want.size(), 24u);  // 12 sentences x 2 hypotheses
     for (const std::string type : {"int8", "bf16", "auto"}) {
       const CommandResult r = run_attn(base + " --compute " + type, dir.path, text);
       ASSERT_EQ(r.status, 0) << type << ": " << r.err;
-      EXPECT_EQ(r.out, fp32.out) << run << " " << type;
+      const auto got = fields(r.out);
+      ASSERT_EQ(got.size(), want.size()) << r.out;
+      double gap = 0;
+      for (size_t i = 0; i < got.size(); i += 2) {  // each sentence's best (its runner-up may trade places)
+        EXPECT_EQ(got[i].first, want[i].first) << run << " " << type;
+        gap = std::max(gap, std::fabs(got[i].second - want[i].second));
+      }
+      EXPECT_GT(gap, 0.0) << run << " " << type << ": fp32's scores exactly, so the type was not applied";
+      EXPECT_LT(gap, 0.05) << run << " " << type;
     }
     const std::string one = data::reversal_corpus(1, 72).src[0] + "\n";
     const CommandResult e32 = run_attn("explain -m " + run + " --threads 1 --format json", dir.path, one);
