@@ -21,6 +21,15 @@ struct BenchOptions {
   std::string lengths = "mixed";
   // decode: the searches' compute types (--compute: fp32, int8, bf16), one figure each
   std::vector<std::string> computes = {"fp32"};
+  // decode: with shortlist K > 0, every compute type is measured again with a
+  // vocabulary shortlist (decode/shortlist.h) of K translations per source
+  // piece and the shortlist_frequent most frequent targets, from the lexicon
+  // and vocabularies of the run shortlist_run; every figure's sources then
+  // take their pieces from that run's validation sentences (in the bench's
+  // lengths), so that the candidate sets are those of real text
+  int64_t shortlist = 0;
+  int64_t shortlist_frequent = 100;
+  std::string shortlist_run;
 };
 
 // Median wall time of `fn` in milliseconds over opt.repeats calls after `warmup` calls.

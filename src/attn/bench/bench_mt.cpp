@@ -30,6 +30,8 @@
 // apart), as every search of `attn translate` does.
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 
@@ -37,7 +39,10 @@
 #include "attn/bench/bench.h"
 #include "attn/bench/mt_rates.h"
 #include "attn/cpu/threading.h"
+#include "attn/data/line_reader.h"
+#include "attn/data/vocab.h"
 #include "attn/decode/search.h"
+#include "attn/decode/shortlist.h"
 #include "attn/models/seq2seq.h"
 #include "attn/nn/step_weight_types.h"
 #include "attn/tensor/pool.h"
@@ -109,7 +114,10 @@ int64_t max_length(int64_t B, const BenchOptions& opt) {
   return S;
 }
 
-data::Seq2SeqBatch make_batch(int64_t B, int64_t vocab, const BenchOptions& opt) {
+// The bench's sentences: B of the suite's lengths, random pieces, or (`real`
+// given) the pieces of real sentences in order (sentence i % n, piece j % its length)
+data::Seq2SeqBatch make_batch(int64_t B, int64_t vocab, const BenchOptions& opt,
+                              const std::vector<std::vector<int>>* real = nullptr) {
   Rng rng(7);
   data::Seq2SeqBatch b;
   const int64_t S = max_length(B, opt);
@@ -123,6 +131,10 @@ data::Seq2SeqBatch make_batch(int64_t B, int64_t vocab, const BenchOptions& opt)
     std::vector<int> tgt;
     for (int64_t j = 0; j < L; ++j) {
       b.src.data()[i * S + j] = float(4 + rng.below(uint64_t(vocab - 4)));
+      if (real) {
+        const std::vector<int>& r = (*real)[size_t(i) % real->size()];
+        b.src.data()[i * S + j] = float(r[size_t(j) % r.size()]);
+      }
       tgt.push_back(int(4 + rng.below(uint64_t(vocab - 4))));
     }
     b.tgt_in.data()[i * T] = data::SpecialIds{}.bos;
@@ -134,6 +146,38 @@ data::Seq2SeqBatch make_batch(int64_t B, int64_t vocab, const BenchOptions& opt)
     b.targets.push_back(tgt);
   }
   return b;
+}
+
+// --shortlist: the run's lexicon as a shortlist, and its validation sentences in pieces
+struct ShortlistSource {
+  std::shared_ptr<const decode::Shortlist> list;  // nullptr: the figure without it
+  std::vector<std::vector<int>> sources;          // the pieces the batches take
+  std::string name;                               // where they came from
+};
+
+std::optional<ShortlistSource> shortlist_source(const BenchOptions& opt, const models::ModelConfig& c) {
+  if (opt.shortlist <= 0) return std::nullopt;
+  if (opt.shortlist_run.empty()) throw std::invalid_argument("bench decode: --shortlist needs --shortlist-run RUN");
+  const std::string run = opt.shortlist_run;
+  const data::SubwordVocab src = data::SubwordVocab::load(run + "/vocab.src.model");
+  const data::SubwordVocab tgt = data::SubwordVocab::load(run + "/vocab.tgt.model");
+  if (src.size() > c.src_vocab || tgt.size() != c.tgt_vocab)
+    throw std::invalid_argument("bench decode: " + run + "'s vocabularies (" + std::to_string(src.size()) + ", " +
+                                std::to_string(tgt.size()) + " pieces) do not fit the model shape's (" +
+                                std::to_string(c.src_vocab) + ", " + std::to_string(c.tgt_vocab) + ")");
+  std::ifstream config(run + "/train_config.json");
+  if (!config) throw std::runtime_error("bench decode: cannot read " + run + "/train_config.json");
+  const nlohmann::json cfg = nlohmann::json::parse(config);
+  std::string file = cfg["data"].value("valid_src", "");
+  if (file.empty()) file = cfg["data"].value("train_src", "");
+  if (file.empty()) throw std::invalid_argument("bench decode: " + run + "/train_config.json names no source file");
+  ShortlistSource s;
+  s.list = std::make_shared<decode::Shortlist>(decode::read_lexicon(run + "/shortlist.tsv", src, tgt), opt.shortlist,
+                                               opt.shortlist_frequent, tgt.specials().eos);
+  for (const std::string& line : data::read_lines(file))
+    if (std::vector<int> ids = src.encode(line); !ids.empty()) s.sources.push_back(std::move(ids));
+  s.name = file;
+  return s;
 }
 
 }  // namespace
@@ -186,10 +230,11 @@ nlohmann::json train_line(const BenchOptions& opt, const std::string& name, int6
 // decoder weights prepared once); the pool's peak over the searches beyond what
 // was in use before them, per sentence.
 nlohmann::json decode_line(const BenchOptions& opt, const std::string& name, const models::Seq2SeqModel& model,
-                           int64_t batch, int beam, const std::string& compute) {
+                           int64_t batch, int beam, const std::string& compute, const ShortlistSource* shortlist) {
   const models::ModelConfig& c = model.config();
-  data::Seq2SeqBatch b = make_batch(batch, c.src_vocab, opt);
+  data::Seq2SeqBatch b = make_batch(batch, c.src_vocab, opt, shortlist ? &shortlist->sources : nullptr);
   decode::SearchOptions so;
+  if (shortlist) so.shortlist = shortlist->list;
   so.beam = beam;
   so.max_len_ratio = 1.5;
   so.max_len_offset = 5;
@@ -221,6 +266,10 @@ nlohmann::json decode_line(const BenchOptions& opt, const std::string& name, con
                       {"threads", opt.threads}, {"ms", ms}, {"sents_per_s", double(batch) / (ms / 1000.0)},
                       {"prepare_ms", prepare_ms}, {"tokens_out", tokens}, {"row_steps", row_steps},
                       {"peak_bytes_per_sent", double(pool::stats().peak_bytes_in_use - in_use) / double(batch)}};
+  if (shortlist) j["sources"] = shortlist->name;
+  if (so.shortlist)
+    j.update({{"shortlist", so.shortlist->per_source()}, {"shortlist_frequent", opt.shortlist_frequent},
+              {"shortlist_tokens", so.shortlist->candidates(b.src, b.src_lengths).size()}});
   if (auto d = transformer_dims(c)) {
     const double flops = transformer_search_flops(*d, lengths_of(batch, opt), steps, beam);
     j.update({{"flops", flops}, {"gflops", flops / (ms * 1e6)}});
@@ -234,11 +283,12 @@ nlohmann::json decode_line(const BenchOptions& opt, const std::string& name, con
 void emit_compute_speedups(const std::vector<nlohmann::json>& lines, const std::vector<nlohmann::json>& peer) {
   const nlohmann::json* fp32 = nullptr;
   for (const nlohmann::json& j : lines)
-    if (j.value("compute", "") == "fp32") fp32 = &j;
+    if (j.value("compute", "") == "fp32" && !j.contains("shortlist")) fp32 = &j;
   for (const nlohmann::json& j : lines) {
-    if (j.value("compute", "") == "fp32") continue;
+    if (&j == fp32) continue;
     nlohmann::json s = {{"bench", "decode_compute"}, {"model", j["model"]},     {"batch", j["batch"]},
                         {"beam", j["beam"]},         {"compute", j["compute"]}};
+    if (j.contains("shortlist")) s["shortlist"] = j["shortlist"];
     if (fp32) s["speedup_over_fp32"] = double(j["sents_per_s"]) / double((*fp32)["sents_per_s"]);
     for (const nlohmann::json& p : peer) {
       if (p.value("bench", "") != "decode" || !p.contains("sents_per_s")) continue;
@@ -290,12 +340,18 @@ void bench_mt_decode(const BenchOptions& opt, const std::vector<std::string>& sh
     Rng init(1);
     auto model = models::make_model(c, init, 2);
     model->train(false);
+    const std::optional<ShortlistSource> real = shortlist_source(opt, c);
     for (int64_t batch : batches)
       for (int beam : beams) {
-        std::vector<nlohmann::json> lines;  // one per compute type
-        for (const std::string& compute : opt.computes) {
-          lines.push_back(decode_line(opt, name, *model, batch, beam, compute));
-          emit(lines.back());
+        std::vector<nlohmann::json> lines;  // one per compute type, then (--shortlist) one more each with it
+        for (bool restrict : {false, true}) {
+          if (restrict && !real) continue;
+          ShortlistSource source = real ? *real : ShortlistSource{};
+          if (!restrict) source.list = nullptr;
+          for (const std::string& compute : opt.computes) {
+            lines.push_back(decode_line(opt, name, *model, batch, beam, compute, real ? &source : nullptr));
+            emit(lines.back());
+          }
         }
         std::vector<nlohmann::json> peer;
         const std::string peer_args = "--mode decode --model " + name + " --batch " + std::to_string(batch) +

@@ -37,6 +37,14 @@ void add_bench_command(CLI::App& app) {
                   "batches are)")
       ->check(CLI::IsMember({"mixed", "uniform"}))
       ->capture_default_str();
+  cmd->add_option("--shortlist", opt->shortlist,
+                  "decode: also every --compute with a vocabulary shortlist of K translations per source piece "
+                  "(RUN/shortlist.tsv of --shortlist-run; the sources become that run's validation pieces)")
+      ->capture_default_str();
+  cmd->add_option("--shortlist-frequent", opt->shortlist_frequent, "decode: the shortlist's most frequent targets")
+      ->capture_default_str();
+  cmd->add_option("--shortlist-run", opt->shortlist_run, "decode: the run whose lexicon, vocabularies and validation "
+                  "sentences the shortlist figures use (e.g. runs/multi30k-transformer)");
   cmd->add_option("--compute", opt->computes, "decode: the searches' element types, one figure each (fp32, int8, bf16)")
       ->check(CLI::IsMember({"fp32", "int8", "bf16"}))
       ->capture_default_str();

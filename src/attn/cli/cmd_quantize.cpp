@@ -35,7 +35,7 @@ void add_quantize_command(CLI::App& app) {
     SafetensorsFile f = load_safetensors(weights);
     if (!f.metadata.count("config")) throw std::runtime_error(weights + ": no model config in the file's metadata");
     fs::create_directories(out);
-    for (const char* name : {"config.json", "train_config.json", "vocab.src.model", "vocab.tgt.model"})
+    for (const char* name : {"config.json", "train_config.json", "vocab.src.model", "vocab.tgt.model", "shortlist.tsv"})
       if (fs::exists(run / name)) fs::copy_file(run / name, out / name, fs::copy_options::overwrite_existing);
     f.metadata["weight_type"] = o->type;
     const std::string target = (out / "model.safetensors").string();

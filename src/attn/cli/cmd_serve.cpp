@@ -21,6 +21,7 @@ void add_serve_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("serve", "serve a trained model over HTTP (translate or caption, explain, the web page)");
   struct Opts {
     std::string model, weights, compute = "fp32";
+    ShortlistChoice shortlist;
     serve::ServerOptions server;
   };
   auto o = std::make_shared<Opts>();
@@ -44,6 +45,7 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--threads", s.threads, "compute threads of the decoder")->capture_default_str();
   add_compute_option(*cmd, o->compute);
+  add_shortlist_options(*cmd, o->shortlist);
   cmd->add_option("--http-threads", s.http_threads, "connections served at once")->capture_default_str();
   cmd->add_option("--timeout-s", s.timeout_s, "read / write / keep-alive timeout of a connection")
       ->capture_default_str();
@@ -51,6 +53,7 @@ void add_serve_command(CLI::App& app) {
     serve::StopSignals signals;  // before any thread starts, so that no thread dies of SIGTERM
     decode::TranslationModel tm = decode::load_model_dir(o->model, o->weights);  // text or image model
     o->server.compute = compute_type(o->compute, *tm.model);  // refuses a kind without a reduced-precision search
+    o->server.shortlist = load_shortlist(o->shortlist, o->model, tm);
     o->server.model_name = std::filesystem::path(o->model).lexically_normal().filename().string();
     if (o->server.model_name.empty()) o->server.model_name = o->model;
     // POST /v1/explain: what `attn explain --format json` prints for the sentence or

@@ -55,6 +55,7 @@ struct Opts {
   models::MapChoice map;  // --attention-map / --layer / --head
   int beam = 5, nbest = 1, threads = 0;
   std::string compute = "fp32";  // --compute
+  ShortlistChoice shortlist;     // --shortlist ...
   double length_penalty = 1.0, max_len_ratio = 2.0;
   int64_t batch = 64, chunk = 2000, max_src_pieces = 250;
   std::string long_lines = "truncate";
@@ -141,6 +142,7 @@ void add_options(CLI::App& cmd, Opts& o) {
   cmd.add_option("-o,--output", o.output, "output file (default: stdout)");
   add_beam_option(cmd, o.beam, "beam size (1: greedy)");
   add_compute_option(cmd, o.compute);
+  add_shortlist_options(cmd, o.shortlist);
   cmd.add_option("-n,--nbest", o.nbest, "hypotheses per sentence (<= beam)")
       ->capture_default_str()
       ->check(CLI::Range(1, kMaxBeam));
@@ -212,6 +214,7 @@ void add_translate_command(CLI::App& app) {
     to.max_src_tokens = o->max_src_pieces;
     to.long_lines = long_lines_rule(o->long_lines);
     to.search.compute = compute_type(o->compute, *tm.model);
+    to.search.shortlist = load_shortlist(o->shortlist, o->model, tm);
     to.search.prepared = tm.model->prepare_decoder(to.batch_sentences * to.search.beam, to.search.compute);  // once for every chunk
     const bool inline_align = align_file.is_open() == false && !o->alignments.empty();
     for (size_t start = 0; start < lines.size(); start += size_t(o->chunk)) {

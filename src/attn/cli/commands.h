@@ -14,6 +14,7 @@ void add_explain_command(CLI::App& app);
 void add_score_command(CLI::App& app);
 void add_average_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
+void add_shortlist_command(CLI::App& app);
 void add_plot_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 // `attn caption`: the group, returned so that its subcommands can be added to it

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
   attn::cli::add_score_command(app);
   attn::cli::add_average_command(app);
   attn::cli::add_quantize_command(app);
+  attn::cli::add_shortlist_command(app);
   attn::cli::add_plot_command(app);
   attn::cli::add_serve_command(app);
   CLI::App* caption = attn::cli::add_caption_command(app);

@@ -1,6 +1,7 @@
 #include "attn/cli/search_options.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "attn/cpu/isa.h"
 #include "attn/data/line_reader.h"
@@ -27,6 +28,30 @@ CLI::Option* add_compute_option(CLI::App& cmd, std::string& compute) {
                   "row, int32 sums), bf16 (fp32 sums), auto (the fastest this CPU has: attn --version)")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "int8", "bf16", "auto"}));
+}
+
+void add_shortlist_options(CLI::App& cmd, ShortlistChoice& choice) {
+  cmd.add_option("--shortlist", choice.per_source,
+                 "vocabulary shortlist: produce only the K best translations of the batch's source pieces and the "
+                 "most frequent target pieces (0: the whole vocabulary)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 20));
+  cmd.add_option("--shortlist-frequent", choice.frequent, "the shortlist's most frequent target pieces")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 20));
+  cmd.add_option("--shortlist-file", choice.file, "the shortlist's lexicon (default: RUN/shortlist.tsv, from `attn shortlist RUN`)");
+}
+
+std::shared_ptr<const decode::Shortlist> load_shortlist(const ShortlistChoice& choice, const std::string& run,
+                                                        const decode::TranslationModel& model) {
+  if (choice.per_source == 0) return nullptr;
+  if (!model.src_vocab)
+    throw std::invalid_argument("--shortlist: the model (" + model.model->config().type + ") reads images, not source pieces");
+  const std::string path = choice.file.empty() ? (std::filesystem::path(run) / "shortlist.tsv").string() : choice.file;
+  if (!std::filesystem::exists(path))
+    throw std::runtime_error("--shortlist: " + path + " does not exist (`attn shortlist " + run + "` learns it)");
+  const decode::Lexicon lex = decode::read_lexicon(path, *model.src_vocab, *model.tgt_vocab);
+  return std::make_shared<decode::Shortlist>(lex, choice.per_source, choice.frequent, model.tgt_vocab->specials().eos);
 }
 
 nn::StepWeightType compute_type(const std::string& name, const models::Seq2SeqModel& model) {

@@ -6,8 +6,11 @@
 #include <CLI/CLI.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "attn/decode/model_dir.h"
+#include "attn/decode/shortlist.h"
 #include "attn/models/attention_maps.h"
 #include "attn/models/seq2seq.h"
 
@@ -32,6 +35,22 @@ CLI::Option* add_compute_option(CLI::App& cmd, std::string& compute);
 // captioner). A type named outright that the model cannot search in throws
 // std::invalid_argument naming the model type.
 nn::StepWeightType compute_type(const std::string& name, const models::Seq2SeqModel& model);
+// --shortlist K, --shortlist-frequent N, --shortlist-file FILE: a vocabulary
+// shortlist (decode/shortlist.h) of each source piece's K best translations
+// and the N most frequent target pieces, from FILE (default
+// RUN/shortlist.tsv, written by `attn shortlist RUN`).
+struct ShortlistChoice {
+  int64_t per_source = 0;  // K; 0: no shortlist
+  int64_t frequent = 100;  // N
+  std::string file;        // "" : RUN/shortlist.tsv
+};
+void add_shortlist_options(CLI::App& cmd, ShortlistChoice& choice);
+// The shortlist `choice` asks for, or nullptr for K = 0. Throws
+// std::runtime_error naming the file (missing: saying how to make it) or its
+// bad line; std::invalid_argument for a model without source text (the captioner).
+std::shared_ptr<const decode::Shortlist> load_shortlist(const ShortlistChoice& choice, const std::string& run,
+                                                        const decode::TranslationModel& model);
+
 // The bytes of an input line that are read (the rest of a longer line is never
 // held): 256 per allowed source piece, at least 64 KiB; 1 MiB without a piece
 // limit. A piece spans a few bytes of text (SentencePiece's longest are 16

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/decode/shortlist.h"
 #include "attn/models/seq2seq.h"
 
 namespace attn::decode {
@@ -51,6 +52,10 @@ struct SearchOptions {
   // nn/step_weight_types.h), for a search that prepares its own weights;
   // `prepared` was made for one type already (prepare_decoder(rows, compute)).
   nn::StepWeightType compute = nn::StepWeightType::F32;
+  // A vocabulary shortlist, or nullptr (the whole vocabulary): each search
+  // produces only its batch's candidates (Shortlist::candidates of src), its
+  // log-probabilities renormalised over them.
+  std::shared_ptr<const Shortlist> shortlist;
 };
 
 struct Hypothesis {

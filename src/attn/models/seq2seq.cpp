@@ -101,13 +101,7 @@ public:
     Tensor ids = Tensor::empty({int64_t(prev.size())});
     for (size_t i = 0; i < prev.size(); ++i) ids.data()[i] = float(prev[i]);
     StepOutput o = model_.step(selected_, state.live_view(), ids, t);
-    const int64_t N = int64_t(rows.size()), V = o.log_probs.size(1);
-    if (k < 1 || k > V) throw std::invalid_argument("decoder step: k " + std::to_string(k) + " outside [1, V]");
-    out_.k = k;
-    out_.tokens.resize(size_t(N * k));
-    out_.log_probs.resize(size_t(N * k));
-    for (int64_t i = 0; i < N; ++i)
-      top_k_row(o.log_probs.data() + i * V, V, 0.0f, k, out_.tokens.data() + i * k, out_.log_probs.data() + i * k);
+    top_k(o.log_probs, k);
     out_.attention = Tensor();
     if (!attention_map_.empty()) {
       const Tensor* a = o.attention.find(attention_map_);
@@ -123,14 +117,49 @@ public:
     attention_map_ = map;
   }
 
+  void restrict_vocabulary(const std::vector<int>& tokens) override {
+    const int64_t V = model_.config().tgt_vocab;
+    for (size_t i = 0; i < tokens.size(); ++i)
+      if (tokens[i] < 0 || tokens[i] >= V || (i > 0 && tokens[i] <= tokens[i - 1]))
+        throw std::invalid_argument("vocabulary shortlist: token " + std::to_string(tokens[i]) +
+                                    " outside [0, V) or not above the one before");
+    ids_ = tokens;
+  }
+
 private:
+  // log_probs [N, V] -> out_: each row's k best (over ids_ when restricted, log p renormalised over them)
+  void top_k(const Tensor& log_probs, int64_t k) {
+    const int64_t N = log_probs.size(0), V = log_probs.size(1), n = ids_.empty() ? V : int64_t(ids_.size());
+    if (k < 1 || k > n) throw std::invalid_argument("decoder step: k " + std::to_string(k) + " outside [1, V]");
+    out_.k = k;
+    out_.tokens.resize(size_t(N * k));
+    out_.log_probs.resize(size_t(N * k));
+    std::vector<float> kept(size_t(ids_.empty() ? 0 : n));
+    for (int64_t i = 0; i < N; ++i) {
+      const float* row = log_probs.data() + i * V;
+      int* tokens = out_.tokens.data() + i * k;
+      if (ids_.empty()) {
+        top_k_row(row, V, 0.0f, k, tokens, out_.log_probs.data() + i * k);
+        continue;
+      }
+      for (int64_t j = 0; j < n; ++j) kept[size_t(j)] = row[ids_[size_t(j)]];
+      top_k_row(kept.data(), n, log_sum_exp_row(kept.data(), n), k, tokens, out_.log_probs.data() + i * k);
+      for (int64_t j = 0; j < k; ++j) tokens[j] = ids_[size_t(tokens[j])];
+    }
+  }
+
   const Seq2SeqModel& model_;
   EncoderMemory memory_, selected_;
   std::vector<int64_t> rows_;
+  std::vector<int> ids_;  // restrict_vocabulary()'s tokens, [] for all
   StepTop out_;
 };
 
 }  // namespace
+
+void StepDecoder::restrict_vocabulary(const std::vector<int>& tokens) {
+  if (!tokens.empty()) throw std::invalid_argument("this model's decoder has no vocabulary shortlist");
+}
 
 DecoderState StepDecoder::start(const DecoderState& initial, int64_t max_rows, int64_t max_steps) {
   (void)max_steps;  // nothing cached per step

@@ -123,6 +123,12 @@ public:
   // reports fewer maps than its model overrides it and throws
   // std::invalid_argument for a name it cannot report.
   virtual void report_attention(const std::string& map) { attention_map_ = map; }
+  // From the next step on, only `tokens` (target ids, sorted, unique, in
+  // [0, V)) may be produced, log p renormalised over them: a vocabulary
+  // shortlist (decode/shortlist.h); empty: the whole vocabulary. The default
+  // throws std::invalid_argument (a decoder without one); the built-in ones
+  // compute the output layer over these rows only.
+  virtual void restrict_vocabulary(const std::vector<int>& tokens);
 
 protected:
   std::string attention_map_;  // report_attention()'s map, "" for none

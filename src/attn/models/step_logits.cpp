@@ -41,12 +41,39 @@ const std::string& check_one_attention_map(const char* who, const std::string& m
   return map;
 }
 
-StepLogits::StepLogits(const nn::StepLinear* w, const float* b) : w_(w), b_(b) {
-  tiles_ = (w->units() + kTileUnits - 1) / kTileUnits;
-  V_ = w->out();
+StepLogits::StepLogits(const nn::StepLinear* w, const float* b, Tensor source) : w_(w), b_(b), source_(std::move(source)) {
+  if (!source_.defined() || source_.dim() != 2 || source_.size(0) != w->out() || source_.size(1) != w->in())
+    throw std::invalid_argument("StepLogits: the source weight is not [V, R] of the prepared one");
+  restrict({});
+}
+
+void StepLogits::restrict(const std::vector<int>& tokens) {
+  const int64_t V = w_->out(), R = w_->in();
+  for (size_t i = 0; i < tokens.size(); ++i)
+    if (tokens[i] < 0 || tokens[i] >= V || (i > 0 && tokens[i] <= tokens[i - 1]))
+      throw std::invalid_argument("vocabulary shortlist: token " + std::to_string(tokens[i]) + " at " +
+                                  std::to_string(i) + " is outside [0, " + std::to_string(V) +
+                                  ") or not above the one before");
+  ids_ = tokens;
+  sub_b_.clear();
+  if (!ids_.empty()) {
+    const int64_t n = int64_t(ids_.size());
+    sub_rows_ = Tensor::empty({n, R});
+    for (int64_t i = 0; i < n; ++i)
+      std::copy_n(source_.data() + int64_t(ids_[size_t(i)]) * R, R, sub_rows_.data() + i * R);
+    sub_w_ = nn::StepLinear(sub_rows_, w_->packed(), w_->type());
+    if (b_)
+      for (int id : ids_) sub_b_.push_back(b_[id]);
+  }
+  const nn::StepLinear& y = weight();
+  tiles_ = (y.units() + kTileUnits - 1) / kTileUnits;
+  V_ = y.out();
 }
 
 void StepLogits::begin(int64_t N, int64_t k, int64_t threads, StepTop& out) {
+  if (k > V_)
+    throw std::invalid_argument("decoder step: k " + std::to_string(k) + " is more than the " + std::to_string(V_) +
+                                " tokens of the vocabulary shortlist");
   N_ = N, k_ = k;
   part_max_.resize(size_t(N * tiles_));
   part_sum_.resize(size_t(N * tiles_));
@@ -65,7 +92,8 @@ void StepLogits::begin(int64_t N, int64_t k, int64_t threads, StepTop& out) {
 // sum exp(logit - max), and this thread's running k best logits of each row.
 void StepLogits::tiles(const float* x, int64_t ldx, int thread) {
   constexpr int64_t kTileRows = 12, kTileCols = kTileUnits * nn::StepLinear::kUnit;
-  const nn::StepLinear& y = *w_;
+  const nn::StepLinear& y = weight();
+  const float* b = bias();
   const int64_t N = N_, k = k_, V = V_, U = y.units(), T = tiles_;
   alignas(64) float tile[kTileRows * kTileCols];
   int* ttok = top_tok_.data() + int64_t(thread) * N * k;
@@ -84,7 +112,7 @@ void StepLogits::tiles(const float* x, int64_t ldx, int thread) {
         y.apply_unit(xr.rows(i0, m), u, tile + (u - u0) * nn::StepLinear::kUnit, kTileCols);
       rnnsearch_kernels::LogitsTile lt;
       lt.x = tile, lt.ld = kTileCols, lt.m = m, lt.cols = cols, lt.first_token = int(o0);
-      lt.bias = b_ ? b_ + o0 : nullptr;
+      lt.bias = b ? b + o0 : nullptr;
       lt.tile_max = part_max_.data() + i0 * T + g, lt.tile_sum = part_sum_.data() + i0 * T + g, lt.stats_ld = T;
       lt.tokens = ttok + i0 * k, lt.values = tval + i0 * k, lt.n = tn + i0, lt.k = k;
       rnnsearch_kernels::logits_tile(lt);
@@ -115,7 +143,8 @@ void StepLogits::merge(int thread, int threads, StepTop& out) {
       return mval[p] != mval[q] ? mval[p] > mval[q] : mtok[p] < mtok[q];
     });
     for (int64_t j = 0; j < k; ++j) {
-      out.tokens[size_t(i * k + j)] = mtok[order[j]];
+      const int token = mtok[order[j]];  // a row of the active weight
+      out.tokens[size_t(i * k + j)] = ids_.empty() ? token : ids_[size_t(token)];
       out.log_probs[size_t(i * k + j)] = mval[order[j]] - lse;
     }
   }

@@ -8,6 +8,10 @@
 // The tiles are fixed (not per thread) and the threads' top-k lists merge
 // exactly, so every row's result is independent of the other rows and of the
 // thread count. Tokens are the k largest logits, ties by lower id.
+//
+// A vocabulary shortlist (decode/shortlist.h) restricts a search to some
+// target tokens: restrict() prepares their rows of the weight alone, and the
+// log-sum-exp and top k run over them (log p renormalised over the list).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -31,8 +35,15 @@ const std::string& check_one_attention_map(const char* who, const std::string& m
 
 class StepLogits {
 public:
-  // w [V, R] (a StepLinear the caller keeps alive), b [V] or null
-  StepLogits(const nn::StepLinear* w, const float* b);
+  // w [V, R] (a StepLinear the caller keeps alive) prepared from `source`
+  // [V, R] fp32 (read by restrict()), b [V] or null
+  StepLogits(const nn::StepLinear* w, const float* b, Tensor source);
+
+  // From now on only `tokens` (target ids, sorted, unique, in [0, V)); empty:
+  // the whole vocabulary again. Their rows are prepared as w was (same type and
+  // layout: each kept logit is exactly the full product's). Throws
+  // std::invalid_argument for ids out of order or range.
+  void restrict(const std::vector<int>& tokens);
 
   // Before a step's parallel region: buffers for N rows, k tokens, up to `threads` threads.
   void begin(int64_t N, int64_t k, int64_t threads, StepTop& out);
@@ -44,10 +55,18 @@ public:
   void merge(int thread, int threads, StepTop& out);
 
 private:
+  const nn::StepLinear& weight() const { return ids_.empty() ? *w_ : sub_w_; }
+  const float* bias() const { return ids_.empty() ? b_ : (sub_b_.empty() ? nullptr : sub_b_.data()); }
+
   const nn::StepLinear* w_;
   const float* b_;
+  Tensor source_;                 // [V, R] fp32: what w_ was prepared from
+  std::vector<int> ids_;          // restrict()'s tokens ([] for all): the active weight's row -> token id
+  Tensor sub_rows_;               // [ids, R]: their rows of source_, which sub_w_ may read in place
+  nn::StepLinear sub_w_;          // sub_rows_ prepared as w_
+  std::vector<float> sub_b_;      // [ids] their biases
   nn::StepInput in_;  // x in w_'s type's form (int8 / bf16: converted once per step)
-  int64_t N_ = 0, k_ = 0, tiles_ = 0, V_ = 0;
+  int64_t N_ = 0, k_ = 0, tiles_ = 0, V_ = 0;  // V_: the active weight's rows
   std::vector<float> part_max_, part_sum_;  // [N, tiles_]: max and sum exp(logit - max) of each tile
   // per thread and row: the k best logits of the thread's tiles; per thread: a merge buffer
   std::vector<int> top_tok_, merge_tok_;

@@ -7,9 +7,10 @@
 namespace attn::serve {
 
 TranslateBatch model_translate_batch(const decode::TranslationModel& model, int64_t max_batch,
-                                     nn::StepWeightType compute) {
+                                     nn::StepWeightType compute,
+                                     std::shared_ptr<const decode::Shortlist> shortlist) {
   auto prepared = std::make_shared<std::map<int, std::shared_ptr<const models::PreparedDecoder>>>();  // per beam
-  return [&model, max_batch, compute, prepared](const std::vector<std::string>& texts, const BatchKey& key) {
+  return [&model, max_batch, compute, prepared, shortlist](const std::vector<std::string>& texts, const BatchKey& key) {
     decode::TranslateOptions o;
     o.search.beam = key.beam;
     o.search.alignments = key.alignments;
@@ -19,6 +20,7 @@ TranslateBatch model_translate_batch(const decode::TranslationModel& model, int6
     auto& p = (*prepared)[key.beam];
     if (!p) p = model.model->prepare_decoder(max_batch * key.beam, compute);
     o.search.prepared = p;
+    o.search.shortlist = shortlist;
     return decode::translate_lines(*model.model, *model.src_vocab, *model.tgt_vocab, texts, o);
   };
 }

@@ -17,9 +17,11 @@
 namespace attn::serve {
 
 // Call the result on one thread only (the batcher's worker): it caches the
-// prepared weights without a lock. `model` must outlive it.
+// prepared weights without a lock. `model` must outlive it. `shortlist`: the
+// searches' vocabulary shortlist, or nullptr.
 TranslateBatch model_translate_batch(const decode::TranslationModel& model, int64_t max_batch,
-                                     nn::StepWeightType compute);
+                                     nn::StepWeightType compute,
+                                     std::shared_ptr<const decode::Shortlist> shortlist = nullptr);
 
 // The captions of an image model (decode::caption_pixels with `attn caption`'s
 // defaults but the beam: length penalty 1, at most 40 pieces), or an empty

@@ -3,9 +3,11 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "attn/decode/shortlist.h"
 #include "attn/nn/step_weight_type.h"
 #include "attn/tensor/tensor.h"
 
@@ -39,6 +41,7 @@ struct ServerOptions {
   long long max_image_pixels = 2048LL * 2048;  // an upload declaring more pixels (width * height): 413
   int threads = 2;                 // compute threads of the decoding worker (OpenMP / BLAS)
   nn::StepWeightType compute = nn::StepWeightType::F32;  // the searches' products (--compute)
+  std::shared_ptr<const decode::Shortlist> shortlist;     // the translations' vocabulary shortlist, or none
   int timeout_s = 5;               // read / write / keep-alive timeout of a connection
   int http_threads = 64;           // connections served at once (each holds a thread while open)
   RequestLimits limits;

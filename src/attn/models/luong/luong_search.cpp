@@ -41,7 +41,7 @@ struct LuongPrepared final : PreparedDecoder {
   std::vector<nn::StepLinear> ih, hh;  // ih[l] for l >= 1
   std::vector<Tensor> b_ih, b_hh;      // [G] each (b_ih[0]: zeros when folded, the table holds it)
   nn::StepLinear q, wp, wcc, wch, y;   // W_q (concat), W_p (local-p), W_c's columns, W_s
-  Tensor v, vp, b_s;                   // [A], [A], [V] or undefined
+  Tensor v, vp, w_s, b_s;              // [A], [A], [V, Hd] (y's source), [V] or undefined
 };
 
 bool fits(const Tensor& t, const Shape& s) { return t.defined() && t.shape() == s; }
@@ -107,7 +107,8 @@ std::shared_ptr<const PreparedDecoder> prepare_luong_decoder(const LuongStepWeig
   if (l.window == LuongWindow::LocalP) p->wp = nn::StepLinear(copy(l.local_wp), packed, type), p->vp = copy(l.local_vp);
   p->wcc = nn::StepLinear(detail::columns(l.combine, 0, p->Dv), packed, type);
   p->wch = nn::StepLinear(detail::columns(l.combine, p->Dv, Hd), packed, type);
-  p->y = nn::StepLinear(copy(w.w_s), packed, type);
+  p->w_s = copy(w.w_s);
+  p->y = nn::StepLinear(p->w_s, packed, type);
   p->b_s = copy(w.b_s);
   return p;
 }
@@ -133,6 +134,7 @@ public:
   void report_attention(const std::string& map) override {
     attention_map_ = detail::check_one_attention_map("luong", map);
   }
+  void restrict_vocabulary(const std::vector<int>& tokens) override { logits_.restrict(tokens); }
 
 private:
   void check(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
@@ -163,7 +165,7 @@ private:
 
 LuongStepDecoder::LuongStepDecoder(std::shared_ptr<const LuongPrepared> p, const EncoderMemory& m, int64_t max_rows)
     : p_(std::move(p)), keys_(m.keys()), values_(m.values()),
-      logits_(&p_->y, p_->b_s.defined() ? p_->b_s.data() : nullptr) {
+      logits_(&p_->y, p_->b_s.defined() ? p_->b_s.data() : nullptr, p_->w_s) {
   const LuongPrepared& q = *p_;
   const bool ok = keys_.defined() && values_.defined() && keys_.dim() == 3 && values_.dim() == 3 &&
                   values_.size(0) == keys_.size(0) && values_.size(1) == keys_.size(1) && values_.size(2) == q.Dv &&

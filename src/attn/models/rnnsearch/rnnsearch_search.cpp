@@ -28,7 +28,7 @@ constexpr int64_t kParallelMacs = int64_t(1) << 17;
 
 struct RnnSearchPrepared final : PreparedDecoder {
   int64_t V, E, A, Hd, G, Dv, R;
-  Tensor embed, v, b_hh, b_y;  // [V, E] (unfolded only), [A], [G], [V] (copies; b_y undefined: none)
+  Tensor embed, v, b_hh, w_y, b_y;  // [V, E] (unfolded only), [A], [G], [V, R] (y's source), [V] (copies; b_y undefined: none)
   Tensor zeros_g;              // [G]: gx already holds b_ih
   bool folded = false;
   Tensor t_ih, t_o;            // folded: [V, G] and [V, R] tables (see the header)
@@ -56,6 +56,7 @@ public:
   void report_attention(const std::string& map) override {
     attention_map_ = detail::check_one_attention_map("rnnsearch", map);
   }
+  void restrict_vocabulary(const std::vector<int>& tokens) override { logits_.restrict(tokens); }
 
 private:
   void check(const std::vector<int64_t>& rows, const DecoderState& state, const std::vector<int>& prev,
@@ -134,7 +135,8 @@ std::shared_ptr<const PreparedDecoder> prepare_rnnsearch_decoder(const RnnSearch
   p->w_ctx = Tensor::empty({G + R, Dv});
   std::memcpy(p->w_ctx.data(), detail::columns(w.w_ih, E, Dv).data(), size_t(G * Dv) * sizeof(float));
   std::memcpy(p->w_ctx.data() + G * Dv, detail::columns(w.w_o, Hd, Dv).data(), size_t(R * Dv) * sizeof(float));
-  p->y = nn::StepLinear(w.w_y.detach().clone(), packed, type);
+  p->w_y = w.w_y.detach().clone();
+  p->y = nn::StepLinear(p->w_y, packed, type);
   p->folded = fold && V * (G + R) <= kMaxFoldedFloats;
   const Tensor b_ih = or_zeros(w.b_ih, {G}).detach().clone(), b_o = or_zeros(w.b_o, {R}).detach().clone();
   if (p->folded) {
@@ -161,7 +163,7 @@ namespace {
 RnnSearchStepDecoder::RnnSearchStepDecoder(std::shared_ptr<const RnnSearchPrepared> p, const EncoderMemory& m,
                                            int64_t max_rows, ContextProducts context)
     : p_(std::move(p)), keys_(m.keys()), values_(m.values()),
-      logits_(&p_->y, p_->b_y.defined() ? p_->b_y.data() : nullptr) {
+      logits_(&p_->y, p_->b_y.defined() ? p_->b_y.data() : nullptr, p_->w_y) {
   V_ = p_->V, E_ = p_->E, A_ = p_->A, Hd_ = p_->Hd, G_ = p_->G, Dv_ = p_->Dv, R_ = p_->R;
   const bool ok = keys_.defined() && values_.defined() && keys_.dim() == 3 && values_.dim() == 3 &&
                   fits(keys_, {keys_.size(0), keys_.size(1), A_}) &&

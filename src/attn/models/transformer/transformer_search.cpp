@@ -107,7 +107,7 @@ void attend(const float* q, const float* keys, const float* values, int64_t n, i
 class TransformerStepDecoder final : public StepDecoder {
 public:
   TransformerStepDecoder(std::shared_ptr<const TransformerPrepared> p, const EncoderMemory& memory)
-      : p_(std::move(p)), m_(*p_->model), memory_(memory), logits_(&p_->y, p_->b_y.data()) {
+      : p_(std::move(p)), m_(*p_->model), memory_(memory), logits_(&p_->y, p_->b_y.data(), p_->w_y) {
     const TransformerConfig& s = m_.section();
     E_ = m_.config().embed, H_ = s.heads, hd_ = E_ / H_, L_ = s.decoder_layers, V_ = m_.config().tgt_vocab;
     B_ = memory_.lengths().size(0), S_ = memory_.values().size(1);
@@ -139,6 +139,7 @@ public:
     }
     attention_map_ = map;
   }
+  void restrict_vocabulary(const std::vector<int>& tokens) override { logits_.restrict(tokens); }
 
 private:
   // x [N, E] -> x after decoder layer l (pre- or post-norm residuals)
