@@ -18,6 +18,7 @@ PKGS=(
   libopenblas0-pthread       # ... whose OpenMP runtime (libomp) cannot host the OpenMP build of OpenBLAS
   python3-torch python3-numpy
   libtcmalloc-minimal4       
+  libdnnl-dev                # oneDNN, beside attn's int8 / bf16 kernels in `attn bench quant`
   clang libfuzzer-14-dev     # the fuzz targets (fuzz/README.md, scripts/fuzz-smoke.sh)
 )
 PKGS+=("$@")

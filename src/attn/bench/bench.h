@@ -70,6 +70,9 @@ void bench_gemm(const BenchOptions& opt);
 // `repeats` calls after about `warmup_seconds` of calls
 double sgemm_gflops(int64_t m, int64_t n, int64_t k, int repeats, double warmup_seconds);
 void bench_gru(const BenchOptions& opt);
+// int8 / bf16 products on the decoder steps' shapes: attn's kernels beside
+// oneDNN's gemm_u8s8s32 and matmul primitive (bench_quant.cpp), in us and GOP/s
+void bench_quant(const BenchOptions& opt);
 // conv2d forward + backward per layer of the CNN encoder (batch 32, 64x64 images)
 // beside the same GEMMs alone (bench_conv.cpp); no peer
 void bench_conv(const BenchOptions& opt);    // GRU layer fwd+bwd, batch 64, hidden 512, len 30, vs torch

@@ -64,8 +64,10 @@ void add_bench_command(CLI::App& app) {
     std::set<std::string> want(suites->begin(), suites->end());
     auto run = [&](const std::string& name) { return want.empty() || want.count(name); };
     for (const auto& s : want)
-      if (s != "gemm" && s != "gru" && s != "attention" && s != "train" && s != "decode" && s != "conv" && s != "serve")
-        throw std::invalid_argument("bench: unknown suite '" + s + "' (gemm, gru, attention, train, decode, conv, serve)");
+      if (s != "gemm" && s != "gru" && s != "attention" && s != "train" && s != "decode" && s != "conv" && s != "serve" &&
+          s != "quant")
+        throw std::invalid_argument("bench: unknown suite '" + s +
+                                    "' (gemm, gru, attention, train, decode, conv, serve, quant)");
     if (want.count("serve") && serve->run.empty()) throw std::invalid_argument("bench serve: needs -m RUN");
     const std::vector<std::string> presets = bench::mt_presets();
     for (const auto& m : *shapes)
@@ -77,6 +79,7 @@ void add_bench_command(CLI::App& app) {
     const bool peers_wanted = want.empty() || want.size() > want.count("serve") + want.count("conv");  // no peer for these
     if (opt->run_peers && peers_wanted) opt->peer_dir = bench::find_peer_dir(*peer_dir);  // before minutes of our own runs
     if (run("gemm")) bench::bench_gemm(*opt);
+    if (want.count("quant")) bench::bench_quant(*opt);  // only when asked: oneDNN's own products, no PyTorch peer
     if (run("gru")) bench::bench_gru(*opt);
     if (run("attention")) bench::bench_attention(*opt);
     if (run("train")) bench::bench_mt_train(*opt, *shapes, *batches);
