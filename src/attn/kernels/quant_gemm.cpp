@@ -5,7 +5,8 @@
 // instructions (functions with their own target attribute, called only when
 // the glue says the CPU has them): rows blocked by MR, a panel's 32 outputs in
 // 2 zmm (4 ymm) accumulators per row, one broadcast of 4 bytes (2 bf16) of a
-// row per k step, as the fp32 micro-kernel of panel_gemm.cpp does.
+// row per k step, as the fp32 micro-kernel of panel_gemm.cpp does. The AVX2
+// build without AVX-VNNI multiplies int8 by vpmaddubsw (s8_block_madd).
 #include "attn/kernels/quant_gemm.h"
 
 #include <immintrin.h>
@@ -49,7 +50,7 @@ void store_panel(const float* v, float s, const float* scale, float* c, int64_t 
 
 // --- portable forms: the reference ------------------------------------------
 
-void s8_panel_portable(int64_t m, const uint8_t* q, int64_t ldq, const float* a_scale, const S8Panels& w, int64_t p,
+[[maybe_unused]] void s8_panel_portable(int64_t m, const uint8_t* q, int64_t ldq, const float* a_scale, const S8Panels& w, int64_t p,
                        float* c, int64_t ldc, bool accumulate) {
   const int8_t* panel = w.data + p * w.K4 * kPanel * 4;
   const int64_t o0 = p * kPanel, cols = std::min(kPanel, w.out - o0);
@@ -206,6 +207,12 @@ void bf16_panel_native(int64_t m, const uint16_t* a, int64_t lda, const Bf16Pane
 }
 #undef ATTN_QUANT_ROW_BLOCKS
 
+// without VNNI (an AVX-512 CPU before Cascade Lake): the portable loops
+void s8_panel_plain(int64_t m, const uint8_t* q, int64_t ldq, const float* a_scale, const S8Panels& w, int64_t p,
+                    float* c, int64_t ldc, bool accumulate) {
+  s8_panel_portable(m, q, ldq, a_scale, w, p, c, ldc, accumulate);
+}
+
 // --- AVX2 with AVX-VNNI ------------------------------------------------------
 #elif defined(__AVX2__)
 constexpr int kMaxRows = 2;  // 8 accumulators + 4 panel vectors + 1 broadcast of the 16 ymm
@@ -236,12 +243,56 @@ __attribute__((target("avxvnni"))) void s8_block_vnni(const uint8_t* q, int64_t 
   }
 }
 
+// Without VNNI: AVX2's vpmaddubsw (u8 x s8 pairs summed into s16, saturating),
+// exact by intgemm's sign trick: with a = q - 128 in [-127, 127] (s8),
+// a w = |a| sign(w, a), so vpmaddubsw(|a|, sign(w, a)) sums two products of at
+// most 127 x 127 (32,258 < 32,767: never saturates); vpmaddwd with ones then adds
+// the pairs into int32. The sum is sum_k a_q w_q itself: no compensation term.
+template <int MR>
+void s8_block_madd(const uint8_t* q, int64_t ldq, const float* a_scale, const S8Panels& w, int64_t p, float* c,
+                   int64_t ldc, bool accumulate) {
+  const int8_t* panel = w.data + p * w.K4 * kPanel * 4;
+  const __m256i ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(char(0x80));
+  __m256i acc[MR][4];
+  for (int r = 0; r < MR; ++r)
+    for (int v = 0; v < 4; ++v) acc[r][v] = _mm256_setzero_si256();
+  for (int64_t k = 0; k < w.K4; ++k) {
+    __m256i b[4];
+    for (int v = 0; v < 4; ++v) b[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(panel + k * 128 + 32 * v));
+    for (int r = 0; r < MR; ++r) {
+      const __m256i a = _mm256_xor_si256(_mm256_set1_epi32(int(load_u32(q + r * ldq + 4 * k))), flip);  // q - 128
+      const __m256i abs_a = _mm256_abs_epi8(a);
+      for (int v = 0; v < 4; ++v) {
+        const __m256i pairs = _mm256_maddubs_epi16(abs_a, _mm256_sign_epi8(b[v], a));
+        acc[r][v] = _mm256_add_epi32(acc[r][v], _mm256_madd_epi16(pairs, ones));
+      }
+    }
+  }
+  const int64_t o0 = p * kPanel, cols = std::min(kPanel, w.out - o0);
+  for (int r = 0; r < MR; ++r) {
+    alignas(32) int32_t s[kPanel];
+    for (int v = 0; v < 4; ++v) _mm256_store_si256(reinterpret_cast<__m256i*>(s + 8 * v), acc[r][v]);
+    float f[kPanel];
+    for (int64_t j = 0; j < kPanel; ++j) f[j] = float(s[j]);
+    store_panel(f, a_scale[r], w.scale + o0, c + r * ldc, cols, accumulate);
+  }
+}
+
 void s8_panel_native(int64_t m, const uint8_t* q, int64_t ldq, const float* a_scale, const S8Panels& w, int64_t p,
                      float* c, int64_t ldc, bool accumulate) {
   int64_t i = 0;
   for (; i + kMaxRows <= m; i += kMaxRows)
     s8_block_vnni<kMaxRows>(q + i * ldq, ldq, a_scale + i, w, p, c + i * ldc, ldc, accumulate);
   if (i < m) s8_block_vnni<1>(q + i * ldq, ldq, a_scale + i, w, p, c + i * ldc, ldc, accumulate);
+}
+
+// the AVX2 build's int8 products on a CPU without AVX-VNNI
+void s8_panel_plain(int64_t m, const uint8_t* q, int64_t ldq, const float* a_scale, const S8Panels& w, int64_t p,
+                    float* c, int64_t ldc, bool accumulate) {
+  int64_t i = 0;
+  for (; i + kMaxRows <= m; i += kMaxRows)
+    s8_block_madd<kMaxRows>(q + i * ldq, ldq, a_scale + i, w, p, c + i * ldc, ldc, accumulate);
+  if (i < m) s8_block_madd<1>(q + i * ldq, ldq, a_scale + i, w, p, c + i * ldc, ldc, accumulate);
 }
 
 void bf16_panel_native(int64_t m, const uint16_t* a, int64_t lda, const Bf16Panels& w, int64_t p, float* c,
@@ -253,6 +304,10 @@ void bf16_panel_native(int64_t m, const uint16_t* a, int64_t lda, const Bf16Pane
 #else
 void s8_panel_native(int64_t m, const uint8_t* q, int64_t ldq, const float* a_scale, const S8Panels& w, int64_t p,
                      float* c, int64_t ldc, bool accumulate) {
+  s8_panel_portable(m, q, ldq, a_scale, w, p, c, ldc, accumulate);
+}
+void s8_panel_plain(int64_t m, const uint8_t* q, int64_t ldq, const float* a_scale, const S8Panels& w, int64_t p,
+                    float* c, int64_t ldc, bool accumulate) {
   s8_panel_portable(m, q, ldq, a_scale, w, p, c, ldc, accumulate);
 }
 void bf16_panel_native(int64_t m, const uint16_t* a, int64_t lda, const Bf16Panels& w, int64_t p, float* c,
@@ -289,7 +344,7 @@ void gemm_s8(int64_t m, const uint8_t* q, int64_t ldq, const float* a_scale, con
     if (native)
       s8_panel_native(m, q, ldq, a_scale, w, p, cp, ldc, accumulate);
     else
-      s8_panel_portable(m, q, ldq, a_scale, w, p, cp, ldc, accumulate);
+      s8_panel_plain(m, q, ldq, a_scale, w, p, cp, ldc, accumulate);
   }
 }
 
