@@ -167,6 +167,38 @@ TEST(Transformer, CachedStepEqualsRecomputedPrefix) {
   }
 }
 
+// (a') past the cache's first size (64 positions): the cache doubles and keeps every position
+TEST(Transformer, CachedStepEqualsRecomputedPrefixAsTheCacheGrows) {
+  const auto m = make(R"(, "max_positions": 100, "dropout": 0.0, "attention_dropout": 0.0)");
+  NoGradGuard no_grad;
+  const Batch b = batch();
+  models::Encoded e = m->encode(b.src, b.lengths);
+  const std::vector<int64_t> rows = {1, 0, 2};
+  const int64_t N = int64_t(rows.size()), T = 70;
+  auto dec = m->decoder(e.memory, N, nullptr);
+  models::DecoderState cached = dec->start(models::select_rows(e.state, rows), N, T);
+  const int64_t first = cached.buffer("self_k.0").size(2);
+  models::DecoderState full = models::select_rows(e.state, rows);
+  const models::EncoderMemory per_row = models::select_rows(e.memory, rows);
+  Rng rng(6);
+  std::vector<int> prev(size_t(N), m->config().specials.bos);
+  for (int64_t t = 0; t < T; ++t) {
+    Tensor ids = Tensor::empty({N});
+    for (int64_t i = 0; i < N; ++i) ids.data()[i] = float(prev[size_t(i)]);
+    models::StepOutput ref = m->step(per_row, full, ids, t);
+    const models::StepTop& out = dec->step(rows, cached, prev, kVocab, t);
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t j = 0; j < kVocab; ++j)
+        ASSERT_NEAR(out.log_probs[size_t(i * kVocab + j)],
+                    ref.log_probs.data()[i * kVocab + out.tokens[size_t(i * kVocab + j)]], 2e-5)
+            << "step " << t << " row " << i;
+    full = ref.state;
+    for (int& p : prev) p = int(4 + rng.below(kVocab - 4));
+  }
+  EXPECT_LT(first, T) << "the cache started at the whole limit: no growth was tested";
+  EXPECT_GE(cached.buffer("self_k.0").size(2), T);
+}
+
 decode::SearchOptions options(int beam) {
   decode::SearchOptions o;
   o.beam = beam;

@@ -46,11 +46,18 @@ TimeLayout time_layout(const Tensor& buf, int axis) {
   return l;
 }
 
+// Copies of more floats than this split across the threads: a beam search's
+// cache gather moves tens of MB per step (rows x layers x positions x E), and
+// one core's copy reaches about half the bandwidth of two; the other thread
+// would otherwise spin in OpenMP's wait for the step's next region.
+constexpr int64_t kParallelCopyFloats = int64_t(1) << 18;
+
 // The first `filled` positions of `blocks` consecutive blocks, from blocks of
-// src_T positions to blocks of dst_T (a gather: equal; a growth: dst_T longer).
+// src_T positions to blocks of dst_T (a growth: dst_T longer).
 void copy_time_prefix(const float* src, int64_t src_T, float* dst, int64_t dst_T, int64_t blocks, int64_t inner,
                       int64_t filled) {
   const int64_t n = std::min(filled, std::min(src_T, dst_T)) * inner;
+#pragma omp parallel for schedule(static) if (blocks * n >= kParallelCopyFloats)
   for (int64_t b = 0; b < blocks; ++b)
     std::memcpy(dst + b * dst_T * inner, src + b * src_T * inner, size_t(n) * sizeof(float));
 }
@@ -92,12 +99,17 @@ void DecoderState::gather(const std::vector<int64_t>& from) {
     const float* src = buf.data();
     float* dst = spare.data();
     auto axis = time_axis_.find(name);
-    if (axis != time_axis_.end() && filled_steps_ >= 0) {
+    if (axis != time_axis_.end() && filled_steps_ >= 0) {  // each row's blocks: their first filled_steps_ positions
       const TimeLayout l = time_layout(buf, axis->second);
+      const int64_t blocks = l.blocks_per_row, len = std::min(filled_steps_, l.T) * l.inner;
+#pragma omp parallel for collapse(2) schedule(static) if (n * blocks * len >= kParallelCopyFloats)
       for (int64_t i = 0; i < n; ++i)
-        copy_time_prefix(src + from[size_t(i)] * row, l.T, dst + i * row, l.T, l.blocks_per_row, l.inner, filled_steps_);
+        for (int64_t b = 0; b < blocks; ++b)
+          std::memcpy(dst + i * row + b * l.T * l.inner, src + from[size_t(i)] * row + b * l.T * l.inner,
+                      size_t(len) * sizeof(float));
       continue;
     }
+#pragma omp parallel for schedule(static) if (n * row >= kParallelCopyFloats)
     for (int64_t i = 0; i < n; ++i)
       std::memcpy(dst + i * row, src + from[size_t(i)] * row, size_t(row) * sizeof(float));
   }
