@@ -30,29 +30,15 @@
 #include "attn/tensor/random.h"
 #include "attn/train/lexicon.h"
 #include "caption_run.h"
+#include "fused_kinds.h"
 #include "reference_beam.h"
 #include "serve_test_util.h"
 
 namespace attn::testing {
 namespace {
 
-constexpr int64_t kVocab = 40;
-
-const char* kConfigs[] = {
-    R"({"type": "rnnsearch", "src_vocab": 40, "tgt_vocab": 40, "embed": 32, "encoder_hidden": 48,
-        "decoder_hidden": 64, "attention": 40, "readout": 48, "dropout": 0.0})",
-    R"({"type": "luong", "src_vocab": 40, "tgt_vocab": 40, "embed": 32, "encoder_hidden": 48, "decoder_hidden": 64,
-        "decoder_layers": 2, "cell": "lstm", "score": "general", "dropout": 0.0})",
-    R"({"type": "transformer", "src_vocab": 40, "tgt_vocab": 40, "embed": 64, "heads": 4, "feed_forward": 96,
-        "encoder_layers": 2, "decoder_layers": 2, "max_positions": 64, "dropout": 0.0})",
-};
-
-std::unique_ptr<models::Seq2SeqModel> make(const models::ModelConfig& c) {
-  Rng init(11);
-  auto m = models::make_model(c, init, 1);
-  m->train(false);
-  return m;
-}
+constexpr int64_t kVocab = kFusedVocab;
+const auto& kConfigs = kFusedKindConfigs;
 
 // Runs a full and a restricted decoder of `type` side by side for 6 steps over
 // N rows of `e` (both fed the restricted one's best tokens) and returns the
@@ -96,14 +82,14 @@ TEST(Shortlist, EveryDecoderRestrictedIsTheFullStepRenormalisedOverTheList) {
   std::vector<int> list;  // EOS and every third token: rows of several 32-column units, none full
   for (int id = 2; id < kVocab; id += 3) list.push_back(id);
   for (const char* json : kConfigs) {
-    const auto m = make(models::model_config_from_json(json));
+    const auto m = make_fused_kind(json);
     const SourceBatch b = random_source_batch({6, 3, 5}, 6, 4, kVocab, 3);
     const models::Encoded e = m->encode(b.src, b.lengths);
     for (nn::StepWeightType type : {nn::StepWeightType::F32, nn::StepWeightType::I8})
       for (int64_t N : {3, 20})  // fp32 row-major below 16 rows, packed from 16
         EXPECT_LT(max_renormalised_gap(*m, e, 3, N, type, list), 2e-5) << json << " rows " << N;
   }
-  const auto captioner = make(tiny_captioner_config(models::ImageAttention::Soft));  // the stepwise decoder
+  const auto captioner = make_fused_kind(tiny_captioner_config(models::ImageAttention::Soft));  // the stepwise decoder
   Rng rng(5);
   const Tensor images = randn({2, 3, 8, 8}, rng);
   const models::Encoded e = captioner->encode(images, {4, 4});
@@ -111,7 +97,7 @@ TEST(Shortlist, EveryDecoderRestrictedIsTheFullStepRenormalisedOverTheList) {
 }
 
 TEST(Shortlist, RefusesAListOutOfOrderOrRange) {
-  const auto m = make(models::model_config_from_json(kConfigs[2]));
+  const auto m = make_fused_kind(kConfigs[2]);
   const SourceBatch b = random_source_batch({4}, 4, 4, kVocab, 3);
   const models::Encoded e = m->encode(b.src, b.lengths);
   auto d = m->decoder(e.memory, 1, m->prepare_decoder(1, nn::StepWeightType::F32));
@@ -136,7 +122,7 @@ decode::Lexicon lexicon_of(int64_t V, int64_t per_source_stride) {
 TEST(Shortlist, ASearchWithEveryTokenIsTheSearchWithoutAList) {
   const SourceBatch b = random_source_batch({6, 3, 5, 4}, 6, 4, kVocab, 8);
   for (const char* json : kConfigs) {
-    const auto m = make(models::model_config_from_json(json));
+    const auto m = make_fused_kind(json);
     decode::SearchOptions o;
     o.beam = 3, o.nbest = 2;
     const auto want = decode::search(*m, b.src, b.lengths, o);

@@ -124,79 +124,62 @@ TEST(Transformer, ForcedFeaturesEqualTheReferenceSteps) {
   }
 }
 
+// Runs m's search decoder (reporting `map`, "" for its default) and step()'s
+// recomputation side by side for T steps over decoder rows `rows` of batch b:
+// every log-probability (sorted, within 2e-5) and the reported map agree; the
+// next tokens are random. Returns the decoder's final state.
+models::DecoderState expect_cached_equals_recomputed(const models::Seq2SeqModel& m, const Batch& b,
+                                                     const std::vector<int64_t>& rows, int64_t T,
+                                                     const std::string& map) {
+  NoGradGuard no_grad;
+  models::Encoded e = m.encode(b.src, b.lengths);
+  const int64_t N = int64_t(rows.size()), S = b.src.size(1);
+  auto dec = m.decoder(e.memory, N, nullptr);
+  const std::string name = models::resolve_attention_map(m, map);
+  dec->report_attention(name);
+  models::DecoderState cached = dec->start(models::select_rows(e.state, rows), N, T);
+  models::DecoderState full = models::select_rows(e.state, rows);
+  const models::EncoderMemory per_row = models::select_rows(e.memory, rows);
+  Rng rng(5);
+  std::vector<int> prev(size_t(N), m.config().specials.bos);
+  for (int64_t t = 0; t < T; ++t) {
+    Tensor ids = Tensor::empty({N});
+    for (int64_t i = 0; i < N; ++i) ids.data()[i] = float(prev[size_t(i)]);
+    models::StepOutput ref = m.step(per_row, full, ids, t);
+    const models::StepTop& out = dec->step(rows, cached, prev, kVocab, t);
+    for (int64_t i = 0; i < N; ++i)
+      for (int64_t j = 0; j < kVocab; ++j) {
+        const int tok = out.tokens[size_t(i * kVocab + j)];
+        EXPECT_NEAR(out.log_probs[size_t(i * kVocab + j)], ref.log_probs.data()[i * kVocab + tok], 2e-5)
+            << "step " << t << " row " << i;
+        if (j > 0) EXPECT_GE(out.log_probs[size_t(i * kVocab + j - 1)], out.log_probs[size_t(i * kVocab + j)]);
+      }
+    const Tensor* want = ref.attention.find(name);
+    EXPECT_TRUE(want && out.attention.defined() && out.attention.shape() == Shape({N, S})) << "step " << t;
+    if (want && out.attention.defined() && out.attention.shape() == Shape({N, S}))
+      for (int64_t i = 0; i < N * S; ++i) EXPECT_NEAR(out.attention.data()[i], want->data()[i], 1e-5) << "step " << t;
+    full = ref.state;
+    for (int& p : prev) p = int(4 + rng.below(kVocab - 4));
+  }
+  EXPECT_THROW(dec->step(rows, cached, prev, 1, T), std::invalid_argument);  // the cache holds T positions
+  return cached;
+}
+
 // (a) one step at a time, rows in any order (beams of sentences), against step()'s recomputation.
 TEST(Transformer, CachedStepEqualsRecomputedPrefix) {
-  for (const std::string& v : kVariants) {
+  for (const std::string& v : kVariants)
     for (const std::string map : {"", "cross.layer1.head3", "cross.layer1.mean"}) {
       SCOPED_TRACE(v + " map " + map);
-      const auto m = make(v);
-      NoGradGuard no_grad;
-      const Batch b = batch();
-      models::Encoded e = m->encode(b.src, b.lengths);
-      const std::vector<int64_t> rows = {2, 2, 0, 3, 1, 1, 0};
-      const int64_t N = int64_t(rows.size()), T = 6, S = b.src.size(1);
-      auto dec = m->decoder(e.memory, N, nullptr);
-      const std::string name = models::resolve_attention_map(*m, map);
-      dec->report_attention(name);
-      models::DecoderState cached = dec->start(models::select_rows(e.state, rows), N, T);
-      models::DecoderState full = models::select_rows(e.state, rows);
-      const models::EncoderMemory per_row = models::select_rows(e.memory, rows);
-      Rng rng(5);
-      std::vector<int> prev(size_t(N), m->config().specials.bos);
-      for (int64_t t = 0; t < T; ++t) {
-        Tensor ids = Tensor::empty({N});
-        for (int64_t i = 0; i < N; ++i) ids.data()[i] = float(prev[size_t(i)]);
-        models::StepOutput ref = m->step(per_row, full, ids, t);
-        const models::StepTop& out = dec->step(rows, cached, prev, kVocab, t);
-        for (int64_t i = 0; i < N; ++i)
-          for (int64_t j = 0; j < kVocab; ++j) {
-            const int tok = out.tokens[size_t(i * kVocab + j)];
-            ASSERT_NEAR(out.log_probs[size_t(i * kVocab + j)], ref.log_probs.data()[i * kVocab + tok], 2e-5)
-                << "step " << t << " row " << i;
-            if (j > 0) EXPECT_GE(out.log_probs[size_t(i * kVocab + j - 1)], out.log_probs[size_t(i * kVocab + j)]);
-          }
-        const Tensor* want = ref.attention.find(name);
-        ASSERT_TRUE(want && out.attention.defined());
-        ASSERT_EQ(out.attention.shape(), Shape({N, S}));
-        for (int64_t i = 0; i < N * S; ++i) EXPECT_NEAR(out.attention.data()[i], want->data()[i], 1e-5) << "step " << t;
-        full = ref.state;
-        for (int& p : prev) p = int(4 + rng.below(kVocab - 4));
-      }
-      EXPECT_THROW(dec->step(rows, cached, prev, 1, T), std::invalid_argument);  // the cache holds T positions
+      (void)expect_cached_equals_recomputed(*make(v), batch(), {2, 2, 0, 3, 1, 1, 0}, 6, map);
     }
-  }
 }
 
 // (a') past the cache's first size (64 positions): the cache doubles and keeps every position
 TEST(Transformer, CachedStepEqualsRecomputedPrefixAsTheCacheGrows) {
   const auto m = make(R"(, "max_positions": 100, "dropout": 0.0, "attention_dropout": 0.0)");
-  NoGradGuard no_grad;
-  const Batch b = batch();
-  models::Encoded e = m->encode(b.src, b.lengths);
-  const std::vector<int64_t> rows = {1, 0, 2};
-  const int64_t N = int64_t(rows.size()), T = 70;
-  auto dec = m->decoder(e.memory, N, nullptr);
-  models::DecoderState cached = dec->start(models::select_rows(e.state, rows), N, T);
-  const int64_t first = cached.buffer("self_k.0").size(2);
-  models::DecoderState full = models::select_rows(e.state, rows);
-  const models::EncoderMemory per_row = models::select_rows(e.memory, rows);
-  Rng rng(6);
-  std::vector<int> prev(size_t(N), m->config().specials.bos);
-  for (int64_t t = 0; t < T; ++t) {
-    Tensor ids = Tensor::empty({N});
-    for (int64_t i = 0; i < N; ++i) ids.data()[i] = float(prev[size_t(i)]);
-    models::StepOutput ref = m->step(per_row, full, ids, t);
-    const models::StepTop& out = dec->step(rows, cached, prev, kVocab, t);
-    for (int64_t i = 0; i < N; ++i)
-      for (int64_t j = 0; j < kVocab; ++j)
-        ASSERT_NEAR(out.log_probs[size_t(i * kVocab + j)],
-                    ref.log_probs.data()[i * kVocab + out.tokens[size_t(i * kVocab + j)]], 2e-5)
-            << "step " << t << " row " << i;
-    full = ref.state;
-    for (int& p : prev) p = int(4 + rng.below(kVocab - 4));
-  }
-  EXPECT_LT(first, T) << "the cache started at the whole limit: no growth was tested";
-  EXPECT_GE(cached.buffer("self_k.0").size(2), T);
+  const models::DecoderState last = expect_cached_equals_recomputed(*m, batch(), {1, 0, 2}, 70, "");
+  // 70 steps are past the first 64 positions (transformer_search.cpp's kFirstCacheSteps): it grew
+  EXPECT_GE(last.buffer("self_k.0").size(2), 70);
 }
 
 decode::SearchOptions options(int beam) {

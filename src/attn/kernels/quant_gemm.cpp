@@ -12,6 +12,7 @@
 #include <immintrin.h>
 
 #include <cmath>
+#include <type_traits>
 
 #include "attn/simd/vec.h"  // ATTN_SIMD_ISA, the namespace of this build
 
@@ -278,21 +279,28 @@ void s8_block_madd(const uint8_t* q, int64_t ldq, const float* a_scale, const S8
   }
 }
 
+// Rows [0, m) in blocks of kMaxRows, the last one row at a time: block(i, MR) for
+// MR a std::integral_constant
+template <class Block>
+void in_row_blocks(int64_t m, Block block) {
+  int64_t i = 0;
+  for (; i + kMaxRows <= m; i += kMaxRows) block(i, std::integral_constant<int, kMaxRows>{});
+  for (; i < m; ++i) block(i, std::integral_constant<int, 1>{});
+}
+
 void s8_panel_native(int64_t m, const uint8_t* q, int64_t ldq, const float* a_scale, const S8Panels& w, int64_t p,
                      float* c, int64_t ldc, bool accumulate) {
-  int64_t i = 0;
-  for (; i + kMaxRows <= m; i += kMaxRows)
-    s8_block_vnni<kMaxRows>(q + i * ldq, ldq, a_scale + i, w, p, c + i * ldc, ldc, accumulate);
-  if (i < m) s8_block_vnni<1>(q + i * ldq, ldq, a_scale + i, w, p, c + i * ldc, ldc, accumulate);
+  in_row_blocks(m, [&](int64_t i, auto mr) {
+    s8_block_vnni<mr.value>(q + i * ldq, ldq, a_scale + i, w, p, c + i * ldc, ldc, accumulate);
+  });
 }
 
 // the AVX2 build's int8 products on a CPU without AVX-VNNI
 void s8_panel_plain(int64_t m, const uint8_t* q, int64_t ldq, const float* a_scale, const S8Panels& w, int64_t p,
                     float* c, int64_t ldc, bool accumulate) {
-  int64_t i = 0;
-  for (; i + kMaxRows <= m; i += kMaxRows)
-    s8_block_madd<kMaxRows>(q + i * ldq, ldq, a_scale + i, w, p, c + i * ldc, ldc, accumulate);
-  if (i < m) s8_block_madd<1>(q + i * ldq, ldq, a_scale + i, w, p, c + i * ldc, ldc, accumulate);
+  in_row_blocks(m, [&](int64_t i, auto mr) {
+    s8_block_madd<mr.value>(q + i * ldq, ldq, a_scale + i, w, p, c + i * ldc, ldc, accumulate);
+  });
 }
 
 void bf16_panel_native(int64_t m, const uint16_t* a, int64_t lda, const Bf16Panels& w, int64_t p, float* c,
