@@ -30,6 +30,7 @@ struct EvalOpts {
   models::MapChoice map;  // --attention-map / --layer / --head: search.attention_map once the model is loaded
   eval::LocalisationOptions localisation;
   int threads = 0, batch = 64;
+  std::string compute = "fp32";  // --compute
 };
 
 // One scored image: its generated words and their attention [T, cells].
@@ -101,6 +102,7 @@ void run_eval(EvalOpts o) {
   const std::optional<decode::ImageModelInput> in = decode::image_model_input(tm.model->config());
   if (!in) throw std::invalid_argument(o.model + ": not an image model; `attn caption eval` needs a captioning run");
   o.search.attention_map = chosen_attention_map(*tm.model, o.map);  // an unknown name: before any image is read
+  o.search.compute = compute_type(o.compute, *tm.model);
   const std::string root = o.image_root.empty() ? std::filesystem::path(o.captions).parent_path().string() : o.image_root;
   const data::CaptionCorpus corpus = data::read_caption_corpus(o.captions, root.empty() ? "." : root);
   const std::vector<data::CaptionImage> images = data::select_splits(corpus, {o.split});
@@ -130,6 +132,7 @@ void add_caption_eval_command(CLI::App& caption) {
   cmd->add_option("--split", o->split, "split to score")->capture_default_str()
       ->check(CLI::IsMember(data::caption_split_names()));
   add_beam_option(*cmd, o->search.beam, "beam size (1: greedy)", false);
+  add_compute_option(*cmd, o->compute);
   cmd->add_option("--max-words", o->search.max_words, "pieces a caption may have")
       ->capture_default_str()->check(CLI::Range(1, 1000));
   add_attention_map_options(*cmd, o->map);  // the map localisation reads

@@ -55,6 +55,7 @@ std::vector<PieceCaption> caption_pixels(const models::Seq2SeqModel& model, cons
   so.max_len_ratio = 0;  // the length limit is max_words, whatever the grid's size
   so.max_len_offset = options.max_words;  // search.h stops a hypothesis at this many tokens
   so.attention_map = options.attention_map;
+  so.compute = options.compute;
   NoGradGuard no_grad;
   const std::vector<int64_t> lengths(size_t(pixels.size(0)), cells);
   const std::vector<SearchResult> results = search(model, pixels, lengths, so);

@@ -43,6 +43,7 @@ struct CaptionOptions {
   double length_penalty = 1.0;  // search.h's alpha
   int max_words = 40;           // pieces a caption may have: one that reaches it stops there, unfinished
   std::string attention_map;    // the map PieceCaption::attention holds ("": the model's default; search.h)
+  nn::StepWeightType compute = nn::StepWeightType::F32;  // the search's products (search.h's compute)
 };
 
 struct PieceCaption {

@@ -25,11 +25,12 @@ TranslateBatch model_translate_batch(const decode::TranslationModel& model, int6
   };
 }
 
-CaptionBatch model_caption_batch(const decode::TranslationModel& model) {
+CaptionBatch model_caption_batch(const decode::TranslationModel& model, nn::StepWeightType compute) {
   const std::optional<decode::ImageModelInput> in = decode::image_model_input(model.model->config());
   if (!in) return {};
-  return [&model, in = *in](const Tensor& pixels, const BatchKey& key) {
+  return [&model, in = *in, compute](const Tensor& pixels, const BatchKey& key) {
     decode::CaptionOptions o;
+    o.compute = compute;
     o.beam = key.beam;
     o.attention_map = key.attention_map;
     return decode::caption_pixels(*model.model, pixels, in, o);

@@ -24,8 +24,8 @@ TranslateBatch model_translate_batch(const decode::TranslationModel& model, int6
                                      std::shared_ptr<const decode::Shortlist> shortlist = nullptr);
 
 // The captions of an image model (decode::caption_pixels with `attn caption`'s
-// defaults but the beam: length penalty 1, at most 40 pieces), or an empty
-// function for a text model.
-CaptionBatch model_caption_batch(const decode::TranslationModel& model);
+// defaults but the beam: length penalty 1, at most 40 pieces), searched in
+// `compute`, or an empty function for a text model.
+CaptionBatch model_caption_batch(const decode::TranslationModel& model, nn::StepWeightType compute);
 
 }  // namespace attn::serve

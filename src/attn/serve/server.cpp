@@ -76,7 +76,7 @@ struct Server::Impl {
         metrics(route_paths()),
         batcher(BatcherOptions{options.max_batch, std::chrono::milliseconds(options.max_wait_ms), options.queue,
                                options.threads},
-                model_translate_batch(m, options.max_batch, options.compute, options.shortlist), model_caption_batch(m), options.explain,
+                model_translate_batch(m, options.max_batch, options.compute, options.shortlist), model_caption_batch(m, options.compute), options.explain,
                 [this](int64_t n) { metrics.record_batch(n); }),
         context{m, decode::image_model_input(m.model->config()), options, batcher, metrics} {
     configure();
