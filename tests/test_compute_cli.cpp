@@ -131,9 +131,8 @@ TEST(ComputeCli, ServeTranslatesInInt8) {
 }
 
 // The captioner has a search step in every type (show_attend_tell_search.h):
-// int8 is accepted, no longer refused before any input is read; /v1/explain's
-// search runs in it. (/v1/caption answers too, but its search, decode::caption_pixels,
-// takes no compute type yet: it runs in fp32.)
+// int8 is accepted, no longer refused before any input is read, and the
+// searches of /v1/caption (the server's caption batches) and /v1/explain run in it.
 TEST(ComputeCli, ServeStartsOnACaptionerInInt8) {
   const CaptionRun& run = serve_caption_run();
   ASSERT_FALSE(run.images.empty());

@@ -2,7 +2,8 @@
 // for rnnsearch, luong and the Transformer, the int8 and bf16 decoders' log
 // probabilities over the whole vocabulary stay within a stated tolerance of
 // fp32's, step after step, for few rows (fp32 row-major) and many (packed);
-// a greedy search in int8 mostly picks fp32's tokens; a kind without a
+// a greedy search in int8 mostly picks fp32's tokens; the captioner prepares
+// every type (its tolerances: tests/test_caption_search.cpp); a kind without a
 // reduced-precision step refuses the type, naming it.
 //
 // The tolerances: the weights of these models are drawn at their initial
@@ -16,6 +17,7 @@
 
 #include <cmath>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -26,28 +28,14 @@
 #include "attn/nn/step_weight_types.h"
 #include "attn/tensor/random.h"
 #include "caption_run.h"
+#include "fused_kinds.h"
 #include "reference_beam.h"
 
 namespace attn::testing {
 namespace {
 
-constexpr int64_t kVocab = 40;
-
-const char* kConfigs[] = {
-    R"({"type": "rnnsearch", "src_vocab": 40, "tgt_vocab": 40, "embed": 32, "encoder_hidden": 48,
-        "decoder_hidden": 64, "attention": 40, "readout": 48, "dropout": 0.0})",
-    R"({"type": "luong", "src_vocab": 40, "tgt_vocab": 40, "embed": 32, "encoder_hidden": 48, "decoder_hidden": 64,
-        "decoder_layers": 2, "cell": "lstm", "score": "general", "dropout": 0.0})",
-    R"({"type": "transformer", "src_vocab": 40, "tgt_vocab": 40, "embed": 64, "heads": 4, "feed_forward": 96,
-        "encoder_layers": 2, "decoder_layers": 2, "max_positions": 64, "dropout": 0.0})",
-};
-
-std::unique_ptr<models::Seq2SeqModel> make(const char* json) {
-  Rng init(11);
-  auto m = models::make_model(models::model_config_from_json(json), init, 1);
-  m->train(false);
-  return m;
-}
+constexpr int64_t kVocab = kFusedVocab;
+const auto& kConfigs = kFusedKindConfigs;
 
 // The largest |log p_type - log p_fp32| over every token, row and step of a
 // run of both decoders on the same rows and tokens (fp32's best each step).
@@ -81,7 +69,7 @@ double max_log_prob_gap(const models::Seq2SeqModel& m, nn::StepWeightType type, 
 
 TEST(ComputeTypes, Int8AndBf16LogProbsStayNearFp32ForEveryKind) {
   for (const char* json : kConfigs) {
-    const auto m = make(json);
+    const auto m = make_fused_kind(json);
     for (int64_t N : {3, 20}) {  // fp32 row-major below 16 rows, packed from 16
       const double i8 = max_log_prob_gap(*m, nn::StepWeightType::I8, N);
       const double bf = max_log_prob_gap(*m, nn::StepWeightType::BF16, N);
@@ -97,7 +85,7 @@ TEST(ComputeTypes, Int8AndBf16LogProbsStayNearFp32ForEveryKind) {
 // search() with SearchOptions::compute prepares its own weights in that type
 TEST(ComputeTypes, GreedySearchInInt8MostlyPicksFp32sTokens) {
   for (const char* json : kConfigs) {
-    const auto m = make(json);
+    const auto m = make_fused_kind(json);
     const SourceBatch b = random_source_batch({6, 3, 5, 4, 6, 2}, 6, 4, kVocab, 8);
     decode::SearchOptions o;
     o.alignments = false;
@@ -115,20 +103,54 @@ TEST(ComputeTypes, GreedySearchInInt8MostlyPicksFp32sTokens) {
   }
 }
 
+// A kind with no search step of its own: searches run the default stepwise
+// decoder over step() (seq2seq.cpp), fp32 only. Never run, only asked.
+class Fp32OnlyModel : public models::Seq2SeqModel {
+public:
+  Fp32OnlyModel() : Seq2SeqModel(config(), 0) {}
+  models::Encoded encode(const Tensor&, const std::vector<int64_t>&) const override { throw std::logic_error("not run"); }
+  models::StepOutput step(const models::EncoderMemory&, const models::DecoderState&, const Tensor&, int64_t,
+                          models::StepDetail) const override {
+    throw std::logic_error("not run");
+  }
+  Tensor forced_features(const data::Seq2SeqBatch&) const override { throw std::logic_error("not run"); }
+  OutputLayer output_layer() const override { throw std::logic_error("not run"); }
+
+private:
+  static models::ModelConfig config() {
+    models::ModelConfig c;
+    c.type = "test_fp32_only";
+    c.tgt_vocab = 8;
+    return c;
+  }
+};
+
 TEST(ComputeTypes, AKindWithoutAReducedPrecisionStepRefusesTheType) {
+  Fp32OnlyModel m;
+  m.train(false);
+  EXPECT_EQ(m.prepare_decoder(4, nn::StepWeightType::F32), nullptr);
+  EXPECT_TRUE(m.searches_in(nn::StepWeightType::F32));
+  EXPECT_FALSE(m.searches_in(nn::StepWeightType::I8));
+  EXPECT_FALSE(m.searches_in(nn::StepWeightType::BF16));
+  for (const char* json : kConfigs) EXPECT_TRUE(make_fused_kind(json)->searches_in(nn::StepWeightType::BF16)) << json;
+  for (const nn::StepWeightType type : {nn::StepWeightType::I8, nn::StepWeightType::BF16})
+    try {
+      (void)m.prepare_decoder(4, type);
+      ADD_FAILURE() << nn::step_weight_kernels(type).name << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("test_fp32_only"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(nn::step_weight_kernels(type).name), std::string::npos) << e.what();
+    }
+}
+
+// The captioner's search has its own fused step (show_attend_tell_search.h): every type
+TEST(ComputeTypes, TheCaptionerPreparesEveryType) {
   Rng init(1);
   auto m = models::make_model(tiny_captioner_config(models::ImageAttention::Soft), init, 1);
   m->train(false);
-  EXPECT_EQ(m->prepare_decoder(4, nn::StepWeightType::F32), nullptr);
-  EXPECT_TRUE(m->searches_in(nn::StepWeightType::F32));
-  EXPECT_FALSE(m->searches_in(nn::StepWeightType::I8));
-  for (const char* json : kConfigs) EXPECT_TRUE(make(json)->searches_in(nn::StepWeightType::BF16)) << json;
-  try {
-    (void)m->prepare_decoder(4, nn::StepWeightType::I8);
-    ADD_FAILURE() << "int8 accepted";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("show_attend_tell"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("int8"), std::string::npos) << e.what();
+  for (const nn::StepWeightType type : {nn::StepWeightType::F32, nn::StepWeightType::I8, nn::StepWeightType::BF16}) {
+    EXPECT_TRUE(m->searches_in(type)) << nn::step_weight_kernels(type).name;
+    EXPECT_NE(m->prepare_decoder(4, type), nullptr) << nn::step_weight_kernels(type).name;
   }
 }
 

@@ -2,8 +2,8 @@
 // StepDecoder::restrict_vocabulary, `attn shortlist`, `--shortlist K`):
 // - every decoder restricted to a list gives, step after step, the full
 //   step's log-probabilities renormalised over the list (the fused rnnsearch,
-//   luong and Transformer steps in fp32 and int8, for few rows and many; the
-//   captioner's stepwise decoder);
+//   luong, Transformer and captioner steps in fp32 and int8, for few rows and
+//   many; the default stepwise decoder of Seq2SeqModel::decoder);
 // - a search with a shortlist of every token is the search without one, exactly;
 //   with a short list it produces the list's tokens only;
 // - IBM Model 1 finds a toy corpus's word translations from sentences whose
@@ -43,13 +43,16 @@ const auto& kConfigs = kFusedKindConfigs;
 // Runs a full and a restricted decoder of `type` side by side for 6 steps over
 // N rows of `e` (both fed the restricted one's best tokens) and returns the
 // largest |restricted log p - (full log p - log sum_{list} p)| over the list.
+// `stepwise`: Seq2SeqModel's default decoder (step() each step) instead of the kind's own.
 double max_renormalised_gap(const models::Seq2SeqModel& m, const models::Encoded& e, int64_t B, int64_t N,
-                            nn::StepWeightType type, const std::vector<int>& list) {
+                            nn::StepWeightType type, const std::vector<int>& list, bool stepwise = false) {
   const int64_t V = m.config().tgt_vocab, n = int64_t(list.size());
   std::vector<int64_t> rows;
   for (int64_t i = 0; i < N; ++i) rows.push_back(i % B);
-  auto full = m.decoder(e.memory, N, m.prepare_decoder(N, type));
-  auto part = m.decoder(e.memory, N, m.prepare_decoder(N, type));
+  auto make_decoder = [&] {
+    return stepwise ? m.Seq2SeqModel::decoder(e.memory, N, nullptr) : m.decoder(e.memory, N, m.prepare_decoder(N, type));
+  };
+  auto full = make_decoder(), part = make_decoder();
   part->restrict_vocabulary(list);
   models::DecoderState s_full = full->start(models::select_rows(e.state, rows), N, 6);
   models::DecoderState s_part = part->start(models::select_rows(e.state, rows), N, 6);
@@ -89,11 +92,14 @@ TEST(Shortlist, EveryDecoderRestrictedIsTheFullStepRenormalisedOverTheList) {
       for (int64_t N : {3, 20})  // fp32 row-major below 16 rows, packed from 16
         EXPECT_LT(max_renormalised_gap(*m, e, 3, N, type, list), 2e-5) << json << " rows " << N;
   }
-  const auto captioner = make_fused_kind(tiny_captioner_config(models::ImageAttention::Soft));  // the stepwise decoder
+  const auto captioner = make_fused_kind(tiny_captioner_config(models::ImageAttention::Soft));
   Rng rng(5);
   const Tensor images = randn({2, 3, 8, 8}, rng);
   const models::Encoded e = captioner->encode(images, {4, 4});
-  EXPECT_LT(max_renormalised_gap(*captioner, e, 2, 2, nn::StepWeightType::F32, {2, 4, 5, 8}), 2e-5);
+  for (nn::StepWeightType type : {nn::StepWeightType::F32, nn::StepWeightType::I8})
+    EXPECT_LT(max_renormalised_gap(*captioner, e, 2, 2, type, {2, 4, 5, 8}), 2e-5) << "captioner";
+  EXPECT_LT(max_renormalised_gap(*captioner, e, 2, 2, nn::StepWeightType::F32, {2, 4, 5, 8}, true), 2e-5)
+      << "the stepwise decoder";
 }
 
 TEST(Shortlist, RefusesAListOutOfOrderOrRange) {

@@ -31,7 +31,7 @@ struct CaptionOpts {
   decode::CaptionOptions search;
   models::MapChoice map;  // --attention-map / --layer / --head: search.attention_map once the model is loaded
   int threads = 0, batch = 16;
-  std::string compute = "fp32";  // --compute: the captioner's search is fp32 only (refused otherwise, naming the type)
+  std::string compute = "fp32";  // --compute: search.compute once the model is loaded
 };
 
 // The run's image input, or an error saying why the run cannot caption.
@@ -100,7 +100,7 @@ void run_captioning(CaptionOpts o) {
   const decode::TranslationModel tm = decode::load_model_dir(o.model, o.weights);  // image_input_of refuses text models
   const decode::ImageModelInput in = image_input_of(tm, o.model);
   o.search.attention_map = chosen_attention_map(*tm.model, o.map);  // an unknown name: before any image is read
-  (void)compute_type(o.compute, *tm.model);  // a type the model cannot search in: refused now
+  o.search.compute = compute_type(o.compute, *tm.model);  // a type the model cannot search in: refused now
   for (size_t first = 0; first < o.images.size(); first += size_t(o.batch))
     caption_chunk(o, tm, in, first, std::min(o.images.size(), first + size_t(o.batch)));
 }

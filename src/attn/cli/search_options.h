@@ -31,8 +31,9 @@ CLI::Option* add_threads_option(CLI::App& cmd, int& threads);
 CLI::Option* add_compute_option(CLI::App& cmd, std::string& compute);
 // The type a --compute value names for `model`; auto: the fastest this CPU runs
 // natively (int8 with VNNI, else bf16 with AVX-512 BF16, else fp32; `attn
-// --version` says which), or fp32 for a model whose search is fp32 only (the
-// captioner). A type named outright that the model cannot search in throws
+// --version` says which), or fp32 for a model whose search is fp32 only (a
+// kind without a search step of its own; every built-in kind, the captioner
+// included, searches in all three). A type named outright that the model cannot search in throws
 // std::invalid_argument naming the model type.
 nn::StepWeightType compute_type(const std::string& name, const models::Seq2SeqModel& model);
 // --shortlist K, --shortlist-frequent N, --shortlist-file FILE: a vocabulary

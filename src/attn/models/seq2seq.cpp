@@ -183,7 +183,7 @@ std::shared_ptr<const PreparedDecoder> Seq2SeqModel::prepare_decoder(int64_t max
   (void)max_rows;
   if (!searches_in(compute))
     throw std::invalid_argument("model type " + config_.type + ": its search computes in fp32 only (--compute " +
-                                nn::step_weight_kernels(compute).name + " is for rnnsearch, luong and transformer)");
+                                nn::step_weight_kernels(compute).name + " needs a kind with a fused search step)");
   return nullptr;
 }
 

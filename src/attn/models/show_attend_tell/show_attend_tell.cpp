@@ -9,6 +9,7 @@
 #include "attn/autograd/ops_sequence.h"
 #include "attn/models/model_parts.h"
 #include "attn/models/output_loss.h"
+#include "attn/models/show_attend_tell/show_attend_tell_search.h"
 #include "attn/tensor/random.h"
 
 namespace attn::models {
@@ -190,6 +191,37 @@ StepOutput ShowAttendTell::step(const EncoderMemory& m, const DecoderState& stat
   }
   out.state = std::move(r.state);
   return out;
+}
+
+void ShowAttendTell::check_eval() const {
+  if (is_training())
+    throw std::logic_error("show_attend_tell decoder: the model is in training mode (dropout active, hard attention "
+                           "draws its cells)");
+}
+
+bool ShowAttendTell::searches_in(nn::StepWeightType compute) const {
+  return compute == nn::StepWeightType::F32 || compute == nn::StepWeightType::I8 ||
+         compute == nn::StepWeightType::BF16;
+}
+
+std::shared_ptr<const PreparedDecoder> ShowAttendTell::prepare_decoder(int64_t max_rows,
+                                                                      nn::StepWeightType compute) const {
+  check_eval();
+  ShowAttendTellStepWeights w;
+  w.attention = cfg_.image_attention;
+  w.embed = embed_->weight;
+  w.query_w = query_w_, w.v = score_v_;  // undefined for none
+  w.gate_w = gate_->weight, w.gate_b = gate_->bias;
+  w.w_ih = cell_->weight_ih, w.w_hh = cell_->weight_hh, w.b_ih = cell_->bias_ih, w.b_hh = cell_->bias_hh;
+  w.out_h = out_h_->weight, w.out_z = out_z_->weight;
+  w.out_w = out_w_, w.out_b = out_b_;
+  return prepare_show_attend_tell_decoder(w, step_layout(max_rows, compute));
+}
+
+std::unique_ptr<StepDecoder> ShowAttendTell::decoder(const EncoderMemory& memory, int64_t max_rows,
+                                                     std::shared_ptr<const PreparedDecoder> prepared) const {
+  check_eval();
+  return make_show_attend_tell_decoder(prepared ? std::move(prepared) : prepare_decoder(max_rows), memory, max_rows);
 }
 
 ShowAttendTell::ForcedRun ShowAttendTell::run_forced(const data::Seq2SeqBatch& b) const {

@@ -74,6 +74,23 @@ public:
   Tensor forced_features(const data::Seq2SeqBatch& b) const override;
   OutputLayer output_layer() const override { return {out_w_, out_b_}; }
 
+  // Searches run the fused step (show_attend_tell_search.h), not step(): its
+  // products in the compute type over weights prepared once, the state {h, c}
+  // updated in place. step() stays the differentiable reference (attn explain's
+  // replay, training) that the fused step equals in fp32 up to rounding.
+  // A decoder over `prepared` (prepare_decoder()'s), or over its own fp32
+  // weights when null. Throws std::logic_error in training mode,
+  // std::invalid_argument for weights another model prepared.
+  std::unique_ptr<StepDecoder> decoder(const EncoderMemory& memory, int64_t max_rows,
+                                       std::shared_ptr<const PreparedDecoder> prepared = nullptr) const override;
+  // The step's weights prepared once for searches of up to max_rows rows
+  // computing in `compute` (packed from kPackRows rows on). Throws
+  // std::logic_error in training mode.
+  std::shared_ptr<const PreparedDecoder> prepare_decoder(
+      int64_t max_rows, nn::StepWeightType compute = nn::StepWeightType::F32) const override;
+  // fp32, int8 and bf16 (every type of nn/step_weight_types.h)
+  bool searches_in(nn::StepWeightType compute) const override;
+
   // The loss above, a scalar.
   Tensor loss(const data::Seq2SeqBatch& b, const LossOptions& options = {}) const override;
 
@@ -126,6 +143,7 @@ private:
                           const Tensor& expected_rows = {}) const;
   ForcedRun run_forced(const data::Seq2SeqBatch& b) const;
   Tensor drop(const Tensor& x) const;
+  void check_eval() const;  // std::logic_error in training mode (the fused step has no dropout, draws no cell)
 
   const ShowAttendTellConfig& cfg_;  // config_'s section
   std::shared_ptr<nn::CnnEncoder> cnn_;
