@@ -241,6 +241,21 @@ TEST(ImageCodec, HugeDeclaredSizeRefusedBeforeAllocating) {
   expect_refused(dir.path + "/huge.jpg", "JPEG: unsupported size 20000 x 20000");
 }
 
+// The image fuzzer's find (2026-11-28): after IHDR, an iTXt chunk declaring 1.7 GB in a
+// 220-byte file; libpng allocated the declared length first (1.7 GB, 2 s). Refused from
+// the chunk table, naming the chunk, before libpng reads it.
+TEST(ImageCodec, ChunkLongerThanTheFileRefusedBeforeAllocating) {
+  TempDir dir("image_chunk");
+  std::string png = image::encode_png(Image(3, 2, 0.5f));
+  const size_t after_ihdr = 8 + 12 + 13;
+  std::string itxt(4, '\0');
+  put_be32(itxt, 0, 1691398320);
+  itxt += "iTXt" + std::string(40, '\xb0');
+  png.insert(after_ihdr, itxt);
+  write_bytes(dir.path + "/long_chunk.png", png);
+  expect_refused(dir.path + "/long_chunk.png", "PNG: chunk \"iTXt\" at byte 33 declares 1691398320 bytes");
+}
+
 // PyTorch's interpolate(mode="bilinear", align_corners=False, antialias=False)
 // written out for one output pixel: the reference for enlarging.
 float torch_bilinear(const Image& img, int out_w, int out_h, int y, int x, int c) {

@@ -13,7 +13,33 @@
 
 namespace attn::image {
 
+namespace {
+
+// Every chunk after the signature must fit in the bytes that remain (up to
+// IEND). libpng allocates an ancillary chunk's declared length before it reads
+// the chunk, and Debian's build sets no limit: a 220-byte file whose iTXt chunk
+// declared 1.7 GB took 1.7 GB and 2 s before libpng found the data short (the
+// image fuzzer, 2026-11-28). Throws std::runtime_error naming the chunk.
+void check_chunks_fit(const std::string& bytes, const std::string& name) {
+  size_t at = 8;  // the signature; libpng checks it
+  while (at + 8 <= bytes.size()) {
+    uint32_t len = 0;
+    for (int i = 0; i < 4; ++i) len = (len << 8) | uint8_t(bytes[at + size_t(i)]);
+    const std::string type = bytes.substr(at + 4, 4);
+    const size_t left = bytes.size() - at - 8;  // after the length and type
+    if (size_t(len) + 4 > left)                 // + the CRC
+      throw std::runtime_error(name + ": PNG: chunk \"" + type + "\" at byte " + std::to_string(at) + " declares " +
+                               std::to_string(len) + " bytes, the file has " + std::to_string(left) +
+                               " after its header");
+    if (type == "IEND") return;
+    at += 12 + size_t(len);
+  }
+}
+
+}  // namespace
+
 Image decode_png(const std::string& bytes, const std::string& name, long long max_pixels) {
+  check_chunks_fit(bytes, name);
   png_image png{};
   png.version = PNG_IMAGE_VERSION;
   if (!png_image_begin_read_from_memory(&png, bytes.data(), bytes.size()))
