@@ -537,5 +537,29 @@ TEST(DecoderState, GrowingATimeAxisKeepsTheFilledPositions) {
   EXPECT_EQ(s.live("k").to_vector()[0], before[size_t(H * T * hd)]);
 }
 
+// An unmoved buffer ([T, M, ...], the Transformer's key / value slots) stays
+// where the steps wrote it through gathers; growing lengthens its axis 0 and
+// keeps the filled positions; live() gives it whole.
+TEST(DecoderState, UnmovedBufferStaysThroughGathersAndGrowsItsFirstAxis) {
+  models::DecoderState s(3, 3);
+  Tensor& k = s.add_unmoved("k", 2, {2});
+  Tensor& slot = s.add("slot", {2}, 0);
+  for (int64_t i = 0; i < k.numel(); ++i) k.data()[i] = float(i + 1);
+  for (int64_t i = 0; i < slot.numel(); ++i) slot.data()[i] = float(i);
+  const std::vector<float> before = k.to_vector();
+  s.set_filled_steps(1);
+  s.gather({2, 2});
+  EXPECT_EQ(s.buffer("k").to_vector(), before);  // not moved
+  EXPECT_EQ(s.live("k").shape(), Shape({2, 3, 2}));
+  EXPECT_EQ(s.live("slot").shape(), Shape({2, 2}));
+  EXPECT_EQ(s.live("slot").data()[0], 4.0f);  // row 2's position 0, moved
+  EXPECT_EQ(s.live("slot").data()[2], 4.0f);
+  s.grow_time_axes(5);
+  ASSERT_EQ(s.buffer("k").shape(), Shape({5, 3, 2}));
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(s.buffer("k").data()[i], before[size_t(i)]);  // position 0, every slot
+  EXPECT_EQ(s.buffer("slot").shape(), Shape({3, 5}));
+  EXPECT_THROW(s.add_unmoved("bad", 0, {2}), std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace attn::testing

@@ -44,7 +44,7 @@ void dot_attend(const DotAttend& r) {
   if (lo >= hi) return;  // nothing visible: zero weights and context
   float mx = -__builtin_inff();
   for (int64_t j = lo; j < hi; ++j) {
-    const float s = r.a[j] = dot(r.q, r.keys + j * r.K, r.K);
+    const float s = r.a[j] = dot(r.q, r.keys + (r.offsets ? r.offsets[j] : j * r.K), r.K);
     mx = mx < s ? s : mx;
   }
   float sum = 0.0f;
@@ -53,6 +53,10 @@ void dot_attend(const DotAttend& r) {
   for (int64_t j = lo; j < hi; ++j) {
     r.a[j] *= inv;
     r.w[j] = r.gauss ? r.a[j] * gauss_at(j, r.p, r.inv_two_sigma2) : r.a[j];
+  }
+  if (r.offsets) {
+    for (int64_t j = lo; j < hi; ++j) axpy(r.w[j], r.values + r.offsets[j], r.c, r.Dv);
+    return;
   }
   attention::detail::weighted_rows_add(r.w + lo, hi - lo, r.values + lo * r.Dv, r.Dv, r.Dv, r.c);
 }

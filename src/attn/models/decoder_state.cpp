@@ -31,6 +31,16 @@ Tensor& DecoderState::add(const std::string& name, const Shape& per_row, int tim
   return t;
 }
 
+Tensor& DecoderState::add_unmoved(const std::string& name, int64_t T, const Shape& per_slot) {
+  if (T < 1) throw std::invalid_argument("decoder state: '" + name + "' of " + std::to_string(T) + " positions");
+  Shape s{T, max_rows_};
+  for (int i = 0; i < per_slot.rank(); ++i) s.push_back(per_slot[i]);
+  Tensor& t = buffers_[name];
+  t = Tensor::zeros(s);
+  unmoved_.insert(name);
+  return t;
+}
+
 namespace {
 
 // A buffer shaped [rows, outer..., T, inner...] (time axis `axis`) seen as
@@ -80,7 +90,7 @@ float* DecoderState::data(const std::string& name) {
 
 Tensor DecoderState::live(const std::string& name) const {
   const Tensor& t = buffers_.get(name);
-  return rows_ == max_rows_ ? t : t.narrow0(0, rows_);
+  return rows_ == max_rows_ || unmoved_.count(name) ? t : t.narrow0(0, rows_);
 }
 
 void DecoderState::gather(const std::vector<int64_t>& from) {
@@ -93,6 +103,7 @@ void DecoderState::gather(const std::vector<int64_t>& from) {
       throw std::invalid_argument("decoder state: gather from row " + std::to_string(r) + " of " +
                                   std::to_string(rows_));
   for (const auto& [name, buf] : buffers_.all()) {
+    if (unmoved_.count(name)) continue;
     Tensor& spare = spare_[name];
     if (!spare.defined() || spare.shape() != buf.shape()) spare = Tensor::empty(buf.shape());
     const int64_t row = max_rows_ ? buf.numel() / max_rows_ : 0;
@@ -114,7 +125,8 @@ void DecoderState::gather(const std::vector<int64_t>& from) {
       std::memcpy(dst + i * row, src + from[size_t(i)] * row, size_t(row) * sizeof(float));
   }
   // swap each buffer with its spare: the tensors keep their storage, no allocation after the first gather
-  for (const auto& entry : buffers_.all()) std::swap(buffers_[entry.first], spare_[entry.first]);
+  for (const auto& entry : buffers_.all())
+    if (!unmoved_.count(entry.first)) std::swap(buffers_[entry.first], spare_[entry.first]);
   rows_ = n;
 }
 
@@ -130,11 +142,21 @@ void DecoderState::grow_time_axes(int64_t len) {
                      filled_steps_ < 0 ? l.T : filled_steps_);
     buf = grown;  // the spare is re-made at the next gather (its shape differs)
   }
+  for (const std::string& name : unmoved_) {  // [T, M, ...]: the filled positions are one prefix
+    Tensor& buf = buffers_[name];
+    if (buf.size(0) >= len) continue;
+    Shape s = buf.shape();
+    s[0] = len;
+    Tensor grown = Tensor::empty(s);
+    const int64_t filled = filled_steps_ < 0 ? buf.size(0) : std::min(filled_steps_, buf.size(0));
+    std::memcpy(grown.data(), buf.data(), size_t(filled * (buf.numel() / buf.size(0))) * sizeof(float));
+    buf = grown;
+  }
 }
 
 DecoderState DecoderState::live_view() const {
   DecoderState v(rows_, rows_);
-  v.time_axis_ = time_axis_, v.filled_steps_ = filled_steps_;
+  v.time_axis_ = time_axis_, v.unmoved_ = unmoved_, v.filled_steps_ = filled_steps_;
   for (const auto& [name, buf] : buffers_.all()) v.buffers_[name] = live(name);
   return v;
 }

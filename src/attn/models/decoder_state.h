@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,13 @@ public:
   // Transformer's keys [H, T, hd]: time_axis 1), of which only the positions
   // below filled_steps() are live, so a gather copies only those.
   Tensor& add(const std::string& name, const Shape& per_row, int time_axis = -1);
+  // Adds `name`: zeros [T, max_rows, per_slot...], a cache that gather() does
+  // not move. A step writes row i's position t into slot [t, i]; each row
+  // finds its earlier positions through a table of its own (an ordinary
+  // per-row tensor with a time axis, which gather() does move: T numbers a
+  // row where moving the cache would be T x per_slot floats). Axis 0 is a
+  // time axis for set_filled_steps() and grow_time_axes().
+  Tensor& add_unmoved(const std::string& name, int64_t T, const Shape& per_slot);
   // The positions [0, n) of every time axis hold values (the step that wrote
   // position n - 1 says so); default: the whole axis. What lies past them is
   // not moved by gather() and must not be read.
@@ -75,7 +83,8 @@ public:
   // a default-constructed state sets rows() = max_rows() = t.size(0).
   void set(const std::string& name, const Tensor& t);
   // The live rows of `name`: [rows(), ...], the buffer itself when it holds
-  // exactly rows() rows (so step() reads encode()'s tensors with their history).
+  // exactly rows() rows (so step() reads encode()'s tensors with their
+  // history); an unmoved tensor whole.
   Tensor live(const std::string& name) const;
   // The whole buffer of `name`: [max_rows, ...] (a step writes its rows in place).
   const Tensor& buffer(const std::string& name) const { return buffers_.get(name); }
@@ -99,6 +108,7 @@ public:
 private:
   TensorSet buffers_, spare_;
   std::map<std::string, int> time_axis_;  // the buffers add() gave a time axis: its index in the buffer's shape
+  std::set<std::string> unmoved_;         // add_unmoved()'s: no row axis, left in place by gather()
   int64_t rows_ = 0, max_rows_ = 0, filled_steps_ = -1;
 };
 

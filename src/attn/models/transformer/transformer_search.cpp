@@ -95,12 +95,14 @@ Tensor apply(const PreparedLinear& p, nn::StepInput& in, const Tensor& x,
 }
 
 // One head's attention for one query: q [hd] (already scaled) over keys /
-// values [n, hd] (rows contiguous) -> p [n] the weights, ctx [hd] their sum of
-// values (the vectorised row kernel Luong's dot score also uses).
-void attend(const float* q, const float* keys, const float* values, int64_t n, int64_t hd, float* p, float* ctx) {
+// values [n, hd] (rows contiguous, or position j at keys / values + offsets[j]
+// when offsets is given) -> p [n] the weights, ctx [hd] their sum of values
+// (the vectorised row kernel Luong's dot score also uses).
+void attend(const float* q, const float* keys, const float* values, const int64_t* offsets, int64_t n, int64_t hd,
+            float* p, float* ctx) {
   models::luong_kernels::DotAttend a;
   a.K = hd, a.Dv = hd, a.S = n, a.lo = 0, a.hi = n;
-  a.q = q, a.keys = keys, a.values = values, a.a = p, a.w = p, a.c = ctx;
+  a.q = q, a.keys = keys, a.values = values, a.offsets = offsets, a.a = p, a.w = p, a.c = ctx;
   models::luong_kernels::dot_attend(a);
 }
 
@@ -119,10 +121,11 @@ public:
     const int64_t T = std::min(max_steps_, kFirstCacheSteps);  // grown by doubling beyond that
     DecoderState s(initial.rows(), std::max(initial.rows(), max_rows));
     for (int64_t l = 0; l < L_; ++l) {
-      s.add(cache_name("self_k", size_t(l)), {H_, T, hd_}, 1);
-      s.add(cache_name("self_v", size_t(l)), {H_, T, hd_}, 1);
+      s.add_unmoved(cache_name("self_k", size_t(l)), T, {E_});
+      s.add_unmoved(cache_name("self_v", size_t(l)), T, {E_});
     }
-    s.set_filled_steps(0);  // so a gather moves O(t) per row, not the whole cache
+    s.add("self_slot", {T}, 0);
+    s.set_filled_steps(0);  // so a gather moves O(t) numbers per row
     return s;
   }
 
@@ -148,6 +151,9 @@ private:
   Tensor self_attention(int64_t l, const Tensor& h, DecoderState& state, int64_t t);
   // h [N, E] (normed) -> cross-attention's output [N, E]; the reported map written when l is its layer
   Tensor cross_attention(int64_t l, const Tensor& h, const std::vector<int64_t>& rows);
+  // Row i's slot of position t is i; offsets_ [N, t + 1] <- where each row's
+  // positions 0..t lie in the caches (floats from a cache's start, head 0).
+  void locate_positions(DecoderState& state, int64_t N, int64_t t);
   bool parallel(int64_t N, int64_t keys) const { return num_threads() > 1 && N * H_ * keys * hd_ >= (int64_t(1) << 15); }
 
   std::shared_ptr<const TransformerPrepared> p_;
@@ -168,25 +174,36 @@ private:
   int64_t map_layer_ = -1, map_head_ = -1;  // the reported map: 0-based layer, head 1..H or 0 (mean)
   std::vector<float> probs_;                // [N, H, max(S, T)] scratch for the weights
   nn::StepInput in_;                        // a product's input in the weights' type's form
+  std::vector<int64_t> offsets_;            // [N, t + 1] locate_positions()'s
 };
+
+void TransformerStepDecoder::locate_positions(DecoderState& state, int64_t N, int64_t t) {
+  const int64_t Tc = state.buffer("self_slot").size(1), M = state.max_rows();
+  float* slot = state.data("self_slot");  // [M, Tc] slot numbers (exact in float up to 2^24)
+  offsets_.resize(size_t(N * (t + 1)));
+  for (int64_t i = 0; i < N; ++i) {
+    slot[i * Tc + t] = float(i);
+    for (int64_t p = 0; p <= t; ++p) offsets_[size_t(i * (t + 1) + p)] = (p * M + int64_t(slot[i * Tc + p])) * E_;
+  }
+}
 
 Tensor TransformerStepDecoder::self_attention(int64_t l, const Tensor& h, DecoderState& state, int64_t t) {
   const PreparedLayer& w = p_->layers[size_t(l)];
-  const int64_t N = h.size(0), T = state.buffer(cache_name("self_k", size_t(l))).size(2);
+  const int64_t N = h.size(0), M = state.max_rows();
   Tensor qkv = apply(w.qkv_self, in_, h);  // [N, 3E]: queries (scaled), keys, values
   float *K = state.data(cache_name("self_k", size_t(l))), *Vc = state.data(cache_name("self_v", size_t(l)));
   Tensor ctx = Tensor::empty({N, E_});
-  const int64_t W = std::max(S_, T);
+  const int64_t W = std::max(S_, t + 1);
   probs_.resize(size_t(N * H_ * W));
 #pragma omp parallel for collapse(2) if (parallel(N, t + 1))
   for (int64_t i = 0; i < N; ++i)
     for (int64_t hh = 0; hh < H_; ++hh) {
       const float* row = qkv.data() + i * 3 * E_;
-      float* kc = K + (i * H_ + hh) * T * hd_;
-      float* vc = Vc + (i * H_ + hh) * T * hd_;
-      std::memcpy(kc + t * hd_, row + E_ + hh * hd_, size_t(hd_) * sizeof(float));  // position t appended
-      std::memcpy(vc + t * hd_, row + 2 * E_ + hh * hd_, size_t(hd_) * sizeof(float));
-      attend(row + hh * hd_, kc, vc, t + 1, hd_, probs_.data() + (i * H_ + hh) * W, ctx.data() + i * E_ + hh * hd_);
+      const int64_t at = (t * M + i) * E_ + hh * hd_;  // position t of row i: slot [t, i]
+      std::memcpy(K + at, row + E_ + hh * hd_, size_t(hd_) * sizeof(float));
+      std::memcpy(Vc + at, row + 2 * E_ + hh * hd_, size_t(hd_) * sizeof(float));
+      attend(row + hh * hd_, K + hh * hd_, Vc + hh * hd_, offsets_.data() + i * (t + 1), t + 1, hd_,
+             probs_.data() + (i * H_ + hh) * W, ctx.data() + i * E_ + hh * hd_);
     }
   return apply(w.out_self, in_, ctx);
 }
@@ -205,7 +222,8 @@ Tensor TransformerStepDecoder::cross_attention(int64_t l, const Tensor& h, const
       const int64_t b = rows[size_t(i)], off = (b * H_ + hh) * S_ * hd_;
       float* p = probs_.data() + (i * H_ + hh) * W;
       std::fill(p, p + W, 0.0f);
-      attend(q.data() + i * E_ + hh * hd_, K + off, Vm + off, len_[size_t(b)], hd_, p, ctx.data() + i * E_ + hh * hd_);
+      attend(q.data() + i * E_ + hh * hd_, K + off, Vm + off, nullptr, len_[size_t(b)], hd_, p,
+             ctx.data() + i * E_ + hh * hd_);
     }
   if (l == map_layer_) {  // the one map asked for: [N, S], zeros past each length
     Tensor& m = out_.attention = Tensor::zeros({N, S_});
@@ -248,8 +266,9 @@ const StepTop& TransformerStepDecoder::step(const std::vector<int64_t>& rows, De
   if (t < 0 || t >= max_steps_)
     throw std::invalid_argument("transformer decoder step: t = " + std::to_string(t) + " outside the search's [0, " +
                                 std::to_string(max_steps_) + ") (start()'s max_steps, at most max_positions)");
-  if (t >= state.buffer("self_k.0").size(2))
-    state.grow_time_axes(std::min(max_steps_, std::max(t + 1, 2 * state.buffer("self_k.0").size(2))));
+  if (t >= state.buffer("self_k.0").size(0))
+    state.grow_time_axes(std::min(max_steps_, std::max(t + 1, 2 * state.buffer("self_k.0").size(0))));
+  locate_positions(state, N, t);
   // x = sqrt(E) emb(prev) + PE(t)
   Tensor x = Tensor::empty({N, E_});
   const float scale = std::sqrt(float(E_)), *pe = m_.position_row(t), *emb = m_.target_embedding().weight.data();

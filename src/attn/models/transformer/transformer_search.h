@@ -4,19 +4,21 @@
 // Legend: B sentences, N live decoder rows, M = max_rows, T = max_steps (<= P),
 // S source length, E model size, H heads, hd = E / H, L decoder layers, V vocabulary.
 //
-// State (made once by start(), updated in place, reordered by the searches'
-// gathers): per layer l (0-based) "self_k.<l>" and "self_v.<l>" [M, H, T', hd],
-// the self-attention's keys and values of positions 0 .. t - 1; T' starts at 4
-// and doubles when a step reaches it (up to T), so a search touches memory in
-// proportion to the steps it takes (a batch of 64 x beam 5 with room for 85
-// steps would be 334 MB of fresh pages per search otherwise). Step t embeds
+// State (made once by start(), updated in place): per layer l (0-based)
+// "self_k.<l>" and "self_v.<l>" [T', M, E], the self-attention's keys and
+// values, unmoved by the searches' gathers: step t writes row i's position t
+// into slot [t, i], and "self_slot" [M, T'] (a per-row tensor, gathered:
+// t numbers a row) holds the slot of each of a row's positions, so a beam's
+// reordering moves no cache (moving it copied rows x layers x t x 2E floats a
+// step: 13% of an int8 beam search). T' is the search's step limit up to 64
+// and doubles when a step reaches it (up to T). Step t embeds
 // the previous tokens [N, E] and runs every layer on the N rows only: the
 // projections and the feed-forward are products over the rows through weights
 // laid out once per model (nn::StepLinear, packed for kPackRows rows or more,
 // W_Q pre-scaled by 1 / sqrt(hd): no BLAS call re-packs a weight per step);
-// self-attention appends position t to the cache and attends over positions
-// <= t (O(t) per row and head, kernels/luong_rows.h's vectorised dot-product
-// row); a gather moves only the cache's filled positions; cross-attention reads the memory's "cross_k.<l>" /
+// self-attention writes position t and attends over positions <= t (O(t) per
+// row and head, kernels/luong_rows.h's vectorised dot-product row, reading
+// each position at its slot); cross-attention reads the memory's "cross_k.<l>" /
 // "cross_v.<l>" [B, H, S, hd] of each row's sentence (the rows map: nothing of
 // the encoder is copied per beam); the vocabulary's top k through
 // models/step_logits.h. The attention map asked for (report_attention) is
