@@ -36,7 +36,7 @@ Tensor& DecoderState::add_unmoved(const std::string& name, int64_t T, const Shap
   Shape s{T, max_rows_};
   for (int i = 0; i < per_slot.rank(); ++i) s.push_back(per_slot[i]);
   Tensor& t = buffers_[name];
-  t = Tensor::zeros(s);
+  t = Tensor::empty(s);
   unmoved_.insert(name);
   return t;
 }

@@ -61,8 +61,9 @@ public:
   // Transformer's keys [H, T, hd]: time_axis 1), of which only the positions
   // below filled_steps() are live, so a gather copies only those.
   Tensor& add(const std::string& name, const Shape& per_row, int time_axis = -1);
-  // Adds `name`: zeros [T, max_rows, per_slot...], a cache that gather() does
-  // not move. A step writes row i's position t into slot [t, i]; each row
+  // Adds `name`: [T, max_rows, per_slot...] uninitialised (nothing reads a
+  // slot before a step writes it, and untouched pages stay unfaulted), a
+  // cache that gather() does not move. A step writes row i's position t into slot [t, i]; each row
   // finds its earlier positions through a table of its own (an ordinary
   // per-row tensor with a time axis, which gather() does move: T numbers a
   // row where moving the cache would be T x per_slot floats). Axis 0 is a

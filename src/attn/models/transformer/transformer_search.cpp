@@ -118,7 +118,9 @@ public:
 
   DecoderState start(const DecoderState& initial, int64_t max_rows, int64_t max_steps) override {
     max_steps_ = std::min(max_steps, m_.section().max_positions);
-    const int64_t T = std::min(max_steps_, kFirstCacheSteps);  // grown by doubling beyond that
+    // one size for every search up to kFirstCacheSteps steps (grown by doubling
+    // beyond), so the pool hands the same warm blocks to the next search
+    const int64_t T = std::min(m_.section().max_positions, kFirstCacheSteps);
     DecoderState s(initial.rows(), std::max(initial.rows(), max_rows));
     for (int64_t l = 0; l < L_; ++l) {
       s.add_unmoved(cache_name("self_k", size_t(l)), T, {E_});
@@ -162,12 +164,12 @@ private:
   detail::StepLogits logits_;
   StepTop out_;
   int64_t E_, H_, hd_, L_, V_, B_, S_;
-  // The cache starts with the search's whole step limit up to this many positions
-  // (a batch's limit, 1.5 x its longest source + 5, is 35 for sources of 20
-  // pieces), and doubles from there for longer searches. Growing from 4 instead
-  // re-made and copied every cache 4-5 times per search, and the pool could not
-  // keep all those sizes: a batch-64 beam-5 search spent ~5% of its time in the
-  // kernel zeroing fresh pages (perf, 2026-11-28).
+  // The cache starts with this many positions (a batch's step limit, 1.5 x its
+  // longest source + 5, is 35 for sources of 20 pieces), and doubles from there
+  // for longer searches. Growing from 4 instead re-made and copied every cache
+  // 4-5 times per search; sizing it by each batch's limit gave the pool a new
+  // size per batch, so every search faulted fresh pages (zeroed by the kernel:
+  // 10% of an int8 translation of Multi30k val, batch 64 beam 5; perf, 2026-11-28).
   static constexpr int64_t kFirstCacheSteps = 64;
   int64_t max_steps_ = 0;                   // the longest search start() was told of (within max_positions)
   std::vector<int64_t> len_;                // [B] source lengths

@@ -10,7 +10,7 @@
 // into slot [t, i], and "self_slot" [M, T'] (a per-row tensor, gathered:
 // t numbers a row) holds the slot of each of a row's positions, so a beam's
 // reordering moves no cache (moving it copied rows x layers x t x 2E floats a
-// step: 13% of an int8 beam search). T' is the search's step limit up to 64
+// step: 13% of an int8 beam search). T' is 64 (or max_positions)
 // and doubles when a step reaches it (up to T). Step t embeds
 // the previous tokens [N, E] and runs every layer on the N rows only: the
 // projections and the feed-forward are products over the rows through weights
