@@ -249,6 +249,15 @@ TEST(Shortlist, TheCommandsLearnAndReadTheFile) {
   ASSERT_EQ(listed.status, 0) << listed.err;
   // the toy task copies words: each source word's translation is on its list, so the output stays
   EXPECT_EQ(listed.out, full.out);
+  // out-of-range options are refused by name before anything is read or written
+  for (const std::string& bad : {"shortlist " + run + " --min-prob 1.5", "shortlist " + run + " --min-prob -0.1",
+                                 std::string("bench decode --shortlist-frequent -1 --no-peers")}) {
+    const CommandResult r = run_attn(bad, dir.path);
+    EXPECT_NE(r.status, 0) << bad;
+    EXPECT_NE(r.err.find(bad.find("min-prob") != std::string::npos ? "--min-prob" : "--shortlist-frequent"),
+              std::string::npos)
+        << bad << ": " << r.err;
+  }
 }
 
 }  // namespace

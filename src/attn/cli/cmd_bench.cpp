@@ -14,7 +14,8 @@ void add_bench_command(CLI::App& app) {
   auto peer_dir = std::make_shared<std::string>();
   auto print_peer_dir = std::make_shared<bool>(false);
   cmd->add_option("suites", *suites,
-                  "what to run: gemm, gru, attention, train, decode, conv (default: these six), serve (needs -m)");
+                  "what to run: gemm, gru, attention, train, decode, conv (default: these six), serve (needs -m), "
+                  "quant (attn's int8 / bf16 products against oneDNN's)");
   auto serve = std::make_shared<bench::ServeBenchOptions>();
   cmd->add_option("-m,--run", serve->run, "serve: run directory of the model to serve");
   cmd->add_option("--serve-input", serve->input, "serve: sentences, one per line (default: RUN/test.src)");
@@ -42,7 +43,8 @@ void add_bench_command(CLI::App& app) {
                   "(RUN/shortlist.tsv of --shortlist-run; the sources become that run's validation pieces)")
       ->capture_default_str();
   cmd->add_option("--shortlist-frequent", opt->shortlist_frequent, "decode: the shortlist's most frequent targets")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t(0), int64_t(1) << 20));
   cmd->add_option("--shortlist-run", opt->shortlist_run, "decode: the run whose lexicon, vocabularies and validation "
                   "sentences the shortlist figures use (e.g. runs/multi30k-transformer)");
   cmd->add_option("--compute", opt->computes, "decode: the searches' element types, one figure each (fp32, int8, bf16)")

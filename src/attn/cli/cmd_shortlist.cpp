@@ -27,7 +27,9 @@ void add_shortlist_command(CLI::App& app) {
   cmd->add_option("--per-source", o->lex.per_source, "translations kept per source piece (the largest --shortlist K)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
-  cmd->add_option("--min-prob", o->lex.min_prob, "... with p(t|s) at least this")->capture_default_str();
+  cmd->add_option("--min-prob", o->lex.min_prob, "... with p(t|s) at least this")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   cmd->callback([o] {
     namespace fs = std::filesystem;
     const fs::path run(o->run);
