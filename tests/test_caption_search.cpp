@@ -38,6 +38,7 @@
 #include "attn/tensor/random.h"
 #include "caption_run.h"
 #include "reference_beam.h"
+#include "step_compare.h"
 #include "step_top_check.h"
 
 namespace attn::testing {
@@ -146,23 +147,7 @@ double max_log_prob_gap(const models::Seq2SeqModel& m, StepWeightType type, int6
   const std::vector<int64_t> rows = rows_of(N, B);
   auto ref = m.decoder(e.memory, N, m.prepare_decoder(N, StepWeightType::F32));
   auto dec = m.decoder(e.memory, N, m.prepare_decoder(N, type));
-  models::DecoderState s_ref = ref->start(models::select_rows(e.state, rows), N, T);
-  models::DecoderState s = dec->start(models::select_rows(e.state, rows), N, T);
-  std::vector<int> prev(size_t(N), m.config().specials.bos);
-  double gap = 0;
-  for (int64_t t = 0; t < T; ++t) {
-    const models::StepTop want = ref->step(rows, s_ref, prev, V, t);  // a copy: the next call reuses it
-    const models::StepTop& got = dec->step(rows, s, prev, V, t);
-    for (int64_t i = 0; i < N; ++i) {
-      std::vector<double> lp(static_cast<size_t>(V));
-      for (int64_t j = 0; j < V; ++j) lp[size_t(got.tokens[size_t(i * V + j)])] = got.log_probs[size_t(i * V + j)];
-      for (int64_t j = 0; j < V; ++j)
-        gap = std::max(gap, std::fabs(lp[size_t(want.tokens[size_t(i * V + j)])] -
-                                      double(want.log_probs[size_t(i * V + j)])));
-      prev[size_t(i)] = want.tokens[size_t(i * V)];
-    }
-  }
-  return gap;
+  return testing::max_log_prob_gap(*ref, *dec, models::select_rows(e.state, rows), rows, V, T, m.config().specials.bos);
 }
 
 TEST_P(CaptionSearch, Int8AndBf16LogProbsStayNearFp32) {
@@ -271,28 +256,9 @@ TEST_P(CaptionSearch, ARestrictedStepIsTheFullStepRenormalised) {
     auto full = m->decoder(e.memory, N, m->prepare_decoder(N, type));
     auto part = m->decoder(e.memory, N, m->prepare_decoder(N, type));
     part->restrict_vocabulary(list);
-    models::DecoderState s_full = full->start(models::select_rows(e.state, rows), N, 4);
-    models::DecoderState s_part = part->start(models::select_rows(e.state, rows), N, 4);
-    std::vector<int> prev(size_t(N), m->config().specials.bos);
-    for (int64_t t = 0; t < 4; ++t) {
-      const models::StepTop want = full->step(rows, s_full, prev, V, t);
-      const models::StepTop& got = part->step(rows, s_part, prev, n, t);
-      for (int64_t i = 0; i < N; ++i) {
-        std::vector<double> lp(static_cast<size_t>(V));
-        for (int64_t j = 0; j < V; ++j) lp[size_t(want.tokens[size_t(i * V + j)])] = want.log_probs[size_t(i * V + j)];
-        double sum = 0;
-        for (int id : list) sum += std::exp(lp[size_t(id)]);
-        std::set<int> seen;
-        for (int64_t j = 0; j < n; ++j) {
-          const int id = got.tokens[size_t(i * n + j)];
-          EXPECT_TRUE(std::binary_search(list.begin(), list.end(), id)) << id;
-          seen.insert(id);
-          EXPECT_NEAR(got.log_probs[size_t(i * n + j)], lp[size_t(id)] - std::log(sum), 2e-5) << "row " << i;
-        }
-        EXPECT_EQ(int64_t(seen.size()), n);
-        prev[size_t(i)] = got.tokens[size_t(i * n)];
-      }
-    }
+    EXPECT_LT(max_renormalised_gap(*full, *part, models::select_rows(e.state, rows), rows, V, list, 4,
+                                   m->config().specials.bos),
+              2e-5);
   }
 }
 

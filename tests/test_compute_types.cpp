@@ -29,6 +29,7 @@
 #include "attn/tensor/random.h"
 #include "caption_run.h"
 #include "fused_kinds.h"
+#include "step_compare.h"
 #include "reference_beam.h"
 
 namespace attn::testing {
@@ -45,26 +46,10 @@ double max_log_prob_gap(const models::Seq2SeqModel& m, nn::StepWeightType type, 
   models::Encoded e = m.encode(b.src, b.lengths);
   std::vector<int64_t> rows;
   for (int64_t i = 0; i < N; ++i) rows.push_back(i % 3);
-  const int64_t T = 6;
   auto ref = m.decoder(e.memory, N, m.prepare_decoder(N, nn::StepWeightType::F32));
   auto dec = m.decoder(e.memory, N, m.prepare_decoder(N, type));
-  models::DecoderState s_ref = ref->start(models::select_rows(e.state, rows), N, T);
-  models::DecoderState s = dec->start(models::select_rows(e.state, rows), N, T);
-  std::vector<int> prev(size_t(N), m.config().specials.bos);
-  double gap = 0;
-  for (int64_t t = 0; t < T; ++t) {
-    const models::StepTop want = ref->step(rows, s_ref, prev, kVocab, t);  // a copy: the next call reuses it
-    const models::StepTop& got = dec->step(rows, s, prev, kVocab, t);
-    for (int64_t i = 0; i < N; ++i) {
-      std::vector<double> lp(kVocab);
-      for (int64_t j = 0; j < kVocab; ++j) lp[size_t(got.tokens[size_t(i * kVocab + j)])] = got.log_probs[size_t(i * kVocab + j)];
-      for (int64_t j = 0; j < kVocab; ++j)
-        gap = std::max(gap, std::fabs(lp[size_t(want.tokens[size_t(i * kVocab + j)])] -
-                                      double(want.log_probs[size_t(i * kVocab + j)])));
-      prev[size_t(i)] = want.tokens[size_t(i * kVocab)];
-    }
-  }
-  return gap;
+  return testing::max_log_prob_gap(*ref, *dec, models::select_rows(e.state, rows), rows, kVocab, 6,
+                                   m.config().specials.bos);
 }
 
 TEST(ComputeTypes, Int8AndBf16LogProbsStayNearFp32ForEveryKind) {

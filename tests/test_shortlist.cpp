@@ -33,6 +33,7 @@
 #include "fused_kinds.h"
 #include "reference_beam.h"
 #include "serve_test_util.h"
+#include "step_compare.h"
 
 namespace attn::testing {
 namespace {
@@ -46,7 +47,6 @@ const auto& kConfigs = kFusedKindConfigs;
 // `stepwise`: Seq2SeqModel's default decoder (step() each step) instead of the kind's own.
 double max_renormalised_gap(const models::Seq2SeqModel& m, const models::Encoded& e, int64_t B, int64_t N,
                             nn::StepWeightType type, const std::vector<int>& list, bool stepwise = false) {
-  const int64_t V = m.config().tgt_vocab, n = int64_t(list.size());
   std::vector<int64_t> rows;
   for (int64_t i = 0; i < N; ++i) rows.push_back(i % B);
   auto make_decoder = [&] {
@@ -54,30 +54,8 @@ double max_renormalised_gap(const models::Seq2SeqModel& m, const models::Encoded
   };
   auto full = make_decoder(), part = make_decoder();
   part->restrict_vocabulary(list);
-  models::DecoderState s_full = full->start(models::select_rows(e.state, rows), N, 6);
-  models::DecoderState s_part = part->start(models::select_rows(e.state, rows), N, 6);
-  std::vector<int> prev(size_t(N), m.config().specials.bos);
-  double gap = 0;
-  for (int64_t t = 0; t < 6; ++t) {
-    const models::StepTop want = full->step(rows, s_full, prev, V, t);  // a copy: the next call reuses it
-    const models::StepTop& got = part->step(rows, s_part, prev, n, t);
-    for (int64_t i = 0; i < N; ++i) {
-      std::vector<double> lp(static_cast<size_t>(V));
-      for (int64_t j = 0; j < V; ++j) lp[size_t(want.tokens[size_t(i * V + j)])] = want.log_probs[size_t(i * V + j)];
-      double sum = 0;
-      for (int id : list) sum += std::exp(lp[size_t(id)]);
-      std::set<int> seen;
-      for (int64_t j = 0; j < n; ++j) {
-        const int id = got.tokens[size_t(i * n + j)];
-        EXPECT_TRUE(std::binary_search(list.begin(), list.end(), id)) << id << " is not in the list";
-        seen.insert(id);
-        gap = std::max(gap, std::fabs(double(got.log_probs[size_t(i * n + j)]) - (lp[size_t(id)] - std::log(sum))));
-      }
-      EXPECT_EQ(int64_t(seen.size()), n) << "each token of the list once";
-      prev[size_t(i)] = got.tokens[size_t(i * n)];
-    }
-  }
-  return gap;
+  return testing::max_renormalised_gap(*full, *part, models::select_rows(e.state, rows), rows, m.config().tgt_vocab,
+                                       list, 6, m.config().specials.bos);
 }
 
 TEST(Shortlist, EveryDecoderRestrictedIsTheFullStepRenormalisedOverTheList) {
