@@ -27,6 +27,7 @@
 #include "attn/models/transformer/transformer_config.h"
 #include "attn/tensor/random.h"
 #include "attn/nn/load_params.h"
+#include "attn/nn/step_weight_types.h"
 #include "attn/train/average.h"
 #include "attn/train/schedule.h"
 #include "compare.h"
@@ -181,6 +182,38 @@ TEST(Transformer, CachedStepEqualsRecomputedPrefixAsTheCacheGrows) {
   // 70 steps are past the first 64 positions (transformer_search.cpp's kFirstCacheSteps): it grew
   EXPECT_GE(last.buffer("self_k.0").size(0), 70);  // [T', M, E]
   EXPECT_GE(last.buffer("self_slot").size(1), 70);
+}
+
+// (a'') int8 / bf16 searches encode on the prepared weights (transformer_encode.cpp):
+// the memory (values, every layer's cross keys and values) near the fp32
+// encoder's, zeros past each length; fp32 searches keep encode() itself.
+TEST(Transformer, PreparedEncoderInInt8AndBf16IsNearTheEncoder) {
+  NoGradGuard no_grad;
+  for (const std::string& v : kVariants) {
+    SCOPED_TRACE(v);
+    const auto m = make(v);
+    const Batch b = batch();
+    const models::Encoded want = m->encode(b.src, b.lengths);
+    const models::Encoded same = m->encode_for_search(b.src, b.lengths, m->prepare_decoder(4, nn::StepWeightType::F32).get());
+    for (const auto& [name, t] : want.memory.all()) EXPECT_EQ(same.memory.get(name).to_vector(), t.to_vector()) << name;
+    for (auto [type, tol] : {std::pair{nn::StepWeightType::I8, 0.05}, std::pair{nn::StepWeightType::BF16, 0.02}}) {
+      const models::Encoded got = m->encode_for_search(b.src, b.lengths, m->prepare_decoder(4, type).get());
+      ASSERT_EQ(got.memory.all().size(), want.memory.all().size());
+      for (const auto& [name, t] : want.memory.all()) {
+        const std::vector<float> w = t.to_vector(), g = got.memory.get(name).to_vector();
+        ASSERT_EQ(g.size(), w.size()) << name;
+        double scale = 0, gap = 0;
+        for (size_t i = 0; i < w.size(); ++i) scale = std::max(scale, std::fabs(double(w[i])));
+        for (size_t i = 0; i < w.size(); ++i) gap = std::max(gap, std::fabs(double(g[i]) - double(w[i])));
+        EXPECT_LE(gap, tol * scale) << name << " type " << int(type);
+        if (name != "lengths") EXPECT_GT(gap, 0.0) << name << ": identical values mean the type was not applied";
+      }
+      const int64_t S = b.src.size(1), E = got.memory.values().size(2);
+      for (size_t s = 0; s < b.lengths.size(); ++s)  // padding rows of the values are zeros
+        for (int64_t j = b.lengths[s] * E; j < S * E; ++j)
+          ASSERT_EQ(got.memory.values().data()[int64_t(s) * S * E + j], 0.0f) << "sentence " << s;
+    }
+  }
 }
 
 decode::SearchOptions options(int beam) {

@@ -32,12 +32,20 @@ void check(const models::Seq2SeqModel& model, const Tensor& src, const std::vect
 // The model's decoder for a search of src (its lengths) in at most max_rows
 // rows, reporting the options' attention map when the search keeps alignments
 // (else none), restricted to the batch's shortlist when the options have one.
+// The weights a search of up to max_rows rows reads: the caller's, or prepared
+// now for a reduced-precision type (fp32: null, the decoder prepares its own).
+std::shared_ptr<const models::PreparedDecoder> prepared_for(const models::Seq2SeqModel& model, int64_t max_rows,
+                                                            const SearchOptions& o) {
+  if (o.prepared || o.compute == nn::StepWeightType::F32) return o.prepared;
+  return model.prepare_decoder(max_rows, o.compute);
+}
+
 std::unique_ptr<models::StepDecoder> make_decoder(const models::Seq2SeqModel& model, const models::Encoded& e,
-                                                  int64_t max_rows, const SearchOptions& o, const Tensor& src,
+                                                  int64_t max_rows,
+                                                  std::shared_ptr<const models::PreparedDecoder> prepared,
+                                                  const SearchOptions& o, const Tensor& src,
                                                   const std::vector<int64_t>& lengths) {
-  std::shared_ptr<const models::PreparedDecoder> prepared = o.prepared;
-  if (!prepared && o.compute != nn::StepWeightType::F32) prepared = model.prepare_decoder(max_rows, o.compute);
-  std::unique_ptr<models::StepDecoder> decoder = model.decoder(e.memory, max_rows, prepared);
+  std::unique_ptr<models::StepDecoder> decoder = model.decoder(e.memory, max_rows, std::move(prepared));
   if (o.alignments) decoder->report_attention(models::resolve_attention_map(model, o.attention_map));
   if (o.shortlist) decoder->restrict_vocabulary(o.shortlist->candidates(src, lengths));
   return decoder;
@@ -75,8 +83,9 @@ std::vector<SearchResult> greedy_search(const models::Seq2SeqModel& model, const
   const int64_t B = src.size(0);
   std::vector<SearchResult> results(static_cast<size_t>(B));
   std::vector<Hypothesis> hyp(static_cast<size_t>(B));
-  models::Encoded e = model.encode(src, lengths);
-  std::unique_ptr<models::StepDecoder> decoder = make_decoder(model, e, B, o, src, lengths);
+  std::shared_ptr<const models::PreparedDecoder> prepared = prepared_for(model, B, o);
+  models::Encoded e = model.encode_for_search(src, lengths, prepared.get());
+  std::unique_ptr<models::StepDecoder> decoder = make_decoder(model, e, B, prepared, o, src, lengths);
   models::DecoderState state = decoder->start(e.state, B, longest(o, lengths));
   std::vector<int64_t> sent(static_cast<size_t>(B));  // decoder row -> sentence
   for (int64_t b = 0; b < B; ++b) sent[size_t(b)] = b;
@@ -212,8 +221,9 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
   const int64_t B = src.size(0), K = o.beam;
   std::vector<SearchResult> results(static_cast<size_t>(B));
   std::vector<std::vector<Hypothesis>> finished(static_cast<size_t>(B));
-  models::Encoded e = model.encode(src, lengths);
-  std::unique_ptr<models::StepDecoder> decoder = make_decoder(model, e, B * K, o, src, lengths);
+  std::shared_ptr<const models::PreparedDecoder> prepared = prepared_for(model, B * K, o);
+  models::Encoded e = model.encode_for_search(src, lengths, prepared.get());
+  std::unique_ptr<models::StepDecoder> decoder = make_decoder(model, e, B * K, prepared, o, src, lengths);
   // Decoder rows hold the live hypotheses only, each sentence's contiguous and
   // in rank order; rows[r] is row r's sentence. A sentence starts with one row
   // (its K beams would all be the same BOS hypothesis, and only one is ever

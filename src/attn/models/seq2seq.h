@@ -154,6 +154,14 @@ public:
   // src [B, S] ids with lengths[b] in [1, S] (text models) or images [B, 3, H, W]
   // (show_attend_tell: lengths [B] not read) -> memory and initial state for B rows.
   virtual Encoded encode(const Tensor& src, const std::vector<int64_t>& lengths) const = 0;
+  // encode() for a search whose decoder reads `prepared` (prepare_decoder()'s,
+  // or null): a kind whose prepared weights hold its encoder's too (the
+  // Transformer's in int8 / bf16) runs the encoder on them, in their type.
+  // The default: encode(). No autograd.
+  virtual Encoded encode_for_search(const Tensor& src, const std::vector<int64_t>& lengths,
+                                    const PreparedDecoder* /*prepared*/) const {
+    return encode(src, lengths);
+  }
 
   // Decoder step t (0 at BOS) for N rows: memory of N rows (one per decoder
   // row), state of N rows, prev [N] ids (BOS at t = 0) -> a new state of N

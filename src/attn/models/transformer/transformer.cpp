@@ -12,6 +12,7 @@
 #include "attn/autograd/ops.h"
 #include "attn/models/attention_maps.h"
 #include "attn/models/model_parts.h"
+#include "attn/models/transformer/transformer_prepared.h"
 #include "attn/models/transformer/transformer_search.h"
 
 namespace attn::models {
@@ -201,14 +202,20 @@ Tensor Transformer::forced_features(const data::Seq2SeqBatch& b) const {
 std::shared_ptr<const PreparedDecoder> Transformer::prepare_decoder(int64_t max_rows,
                                                                    nn::StepWeightType compute) const {
   if (is_training()) throw std::logic_error("transformer decoder: the model is in training mode (dropout active)");
-  return prepare_transformer_decoder(*this, max_rows, compute);
+  return prepare_transformer(*this, max_rows, compute);
+}
+
+Encoded Transformer::encode_for_search(const Tensor& src, const std::vector<int64_t>& lengths,
+                                       const PreparedDecoder* prepared) const {
+  const auto* p = dynamic_cast<const TransformerPrepared*>(prepared);
+  return p && !p->encoder.empty() ? encode_prepared(*this, *p, src, lengths) : encode(src, lengths);
 }
 
 std::unique_ptr<StepDecoder> Transformer::decoder(const EncoderMemory& memory, int64_t max_rows,
                                                   std::shared_ptr<const PreparedDecoder> prepared) const {
   if (is_training()) throw std::logic_error("transformer decoder: the model is in training mode (dropout active)");
   return make_transformer_decoder(*this, prepared ? std::move(prepared)
-                                           : prepare_transformer_decoder(*this, max_rows, nn::StepWeightType::F32),
+                                           : prepare_transformer(*this, max_rows, nn::StepWeightType::F32),
                                   memory);
 }
 

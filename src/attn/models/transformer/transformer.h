@@ -73,15 +73,22 @@ public:
   std::shared_ptr<const PreparedDecoder> prepare_decoder(int64_t max_rows, nn::StepWeightType compute) const override;
   bool searches_in(nn::StepWeightType) const override { return true; }  // every type of nn/step_weight_types.h
 
+  // encode() on prepare_decoder()'s weights when they hold the encoder's (int8
+  // and bf16: transformer_prepared.h), else encode().
+  Encoded encode_for_search(const Tensor& src, const std::vector<int64_t>& lengths,
+                            const PreparedDecoder* prepared) const override;
+
   const TransformerConfig& section() const { return cfg_; }
+  const nn::TransformerEncoder& encoder_stack() const { return *encoder_; }
   const nn::TransformerDecoder& decoder_stack() const { return *decoder_; }
   const nn::Embedding& target_embedding() const { return *tgt_embed_; }
   // The position signal added at position t: [E] (the sinusoid or the learned row; P rows).
   const float* position_row(int64_t t) const;
 
-private:
   // ids [B, L] -> sqrt(E) emb(ids) + positions from `start`, dropout: [B, L, E]
   Tensor embed(const Tensor& ids, bool target, int64_t start = 0) const;
+
+private:
   // src [B, S], lengths [B] -> the encoder's output [B, S, E] (padding rows not zeroed)
   Tensor run_encoder(const Tensor& src, const Tensor& lengths) const;
 

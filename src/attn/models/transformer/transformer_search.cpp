@@ -18,81 +18,13 @@
 #include "attn/models/step_logits.h"
 #include "attn/models/step_packing.h"
 #include "attn/models/transformer/transformer.h"
+#include "attn/models/transformer/transformer_prepared.h"
 #include "attn/nn/step_linear.h"
 
 namespace attn::models {
 namespace {
 
-// One linear map of a decoder layer laid out for the search: a copy of the
-// weight (scaled where the step folds a constant in) and its bias.
-struct PreparedLinear {
-  Tensor w, b;  // [out, in], [out]
-  nn::StepLinear lin;
-};
-
-// rows [r0, r0 + n) of w (and b), the first `scaled` of them times `scale`, as a
-// PreparedLinear of the layout's type
-PreparedLinear prepare_rows(const Tensor& w, const Tensor& b, int64_t r0, int64_t n, int64_t scaled, float scale,
-                            StepLayout layout) {
-  PreparedLinear p;
-  p.w = w.detach().narrow0(r0, n).clone();
-  p.b = b.defined() ? b.detach().narrow0(r0, n).clone() : Tensor::zeros({n});
-  const int64_t in = p.w.size(1);
-  for (float *x = p.w.data(), *e = x + scaled * in; x != e; ++x) *x *= scale;
-  for (float *x = p.b.data(), *e = x + scaled; x != e; ++x) *x *= scale;
-  p.lin = nn::StepLinear(p.w, layout.packed, layout.type);
-  return p;
-}
-
-// A decoder layer's maps. The queries' 1 / sqrt(hd) is folded into W_Q and its
-// bias, so the attention over the cache is a plain dot product; the
-// self-attention's queries, keys and values are one product.
-struct PreparedLayer {
-  PreparedLinear qkv_self, out_self, q_cross, out_cross, ff1, ff2;
-};
-
-struct TransformerPrepared final : PreparedDecoder {
-  const Transformer* model = nullptr;
-  std::vector<PreparedLayer> layers;
-  Tensor w_y, b_y;  // [V, E] and [V] copies: valid while the model's parameters stay unchanged
-  nn::StepLinear y;
-};
-
-PreparedLayer prepare_layer(const nn::TransformerDecoderLayer& d, int64_t E, int64_t H, StepLayout layout) {
-  const float q_scale = 1.0f / std::sqrt(float(E / H));
-  const nn::MultiHeadAttention &sa = *d.self_attn, &ca = *d.multihead_attn;
-  PreparedLayer p;
-  p.qkv_self = prepare_rows(sa.in_proj_weight, sa.in_proj_bias, 0, 3 * E, E, q_scale, layout);
-  p.out_self = prepare_rows(sa.out_proj_weight, sa.out_proj_bias, 0, E, 0, 1.0f, layout);
-  p.q_cross = prepare_rows(ca.in_proj_weight, ca.in_proj_bias, 0, E, E, q_scale, layout);
-  p.out_cross = prepare_rows(ca.out_proj_weight, ca.out_proj_bias, 0, E, 0, 1.0f, layout);
-  p.ff1 = prepare_rows(d.linear1->weight, d.linear1->bias, 0, d.linear1->weight.size(0), 0, 1.0f, layout);
-  p.ff2 = prepare_rows(d.linear2->weight, d.linear2->bias, 0, d.linear2->weight.size(0), 0, 1.0f, layout);
-  return p;
-}
-
 std::string cache_name(const char* what, size_t l) { return std::string(what) + "." + std::to_string(l); }
-
-// x [N, in] -> act(x W^T + b) [N, out] through the prepared weight (no BLAS
-// call: nothing re-packs W per step; x converted to the weight's type in
-// `in`); act null: no activation.
-Tensor apply(const PreparedLinear& p, nn::StepInput& in, const Tensor& x,
-             const kernels::activation::Kind* act = nullptr) {
-  const int64_t N = x.size(0), out = p.lin.out();
-  Tensor y = Tensor::empty({N, out});
-  nn::apply_all(p.lin, in, N, x.data(), x.size(1), y.data(), out, false);
-  if (act) {
-    kernels::activation::bias_act(*act, y.data(), y.data(), p.b.data(), N, out);
-    return y;
-  }
-  const float* b = p.b.data();
-  for (int64_t i = 0; i < N; ++i) {
-    float* r = y.data() + i * out;
-#pragma omp simd
-    for (int64_t j = 0; j < out; ++j) r[j] += b[j];
-  }
-  return y;
-}
 
 // One head's attention for one query: q [hd] (already scaled) over keys /
 // values [n, hd] (rows contiguous, or position j at keys / values + offsets[j]
@@ -190,7 +122,7 @@ void TransformerStepDecoder::locate_positions(DecoderState& state, int64_t N, in
 }
 
 Tensor TransformerStepDecoder::self_attention(int64_t l, const Tensor& h, DecoderState& state, int64_t t) {
-  const PreparedLayer& w = p_->layers[size_t(l)];
+  const PreparedDecoderLayer& w = p_->layers[size_t(l)];
   const int64_t N = h.size(0), M = state.max_rows();
   Tensor qkv = apply(w.qkv_self, in_, h);  // [N, 3E]: queries (scaled), keys, values
   float *K = state.data(cache_name("self_k", size_t(l))), *Vc = state.data(cache_name("self_v", size_t(l)));
@@ -211,7 +143,7 @@ Tensor TransformerStepDecoder::self_attention(int64_t l, const Tensor& h, Decode
 }
 
 Tensor TransformerStepDecoder::cross_attention(int64_t l, const Tensor& h, const std::vector<int64_t>& rows) {
-  const PreparedLayer& w = p_->layers[size_t(l)];
+  const PreparedDecoderLayer& w = p_->layers[size_t(l)];
   const int64_t N = h.size(0), W = S_;
   Tensor q = apply(w.q_cross, in_, h);  // [N, E], scaled: W_Q only, the keys are the memory's
   const float* K = memory_.get(cache_name("cross_k", size_t(l))).data();
@@ -243,7 +175,7 @@ Tensor TransformerStepDecoder::cross_attention(int64_t l, const Tensor& h, const
 Tensor TransformerStepDecoder::layer(int64_t l, const Tensor& x, DecoderState& state, const std::vector<int64_t>& rows,
                                      int64_t t) {
   const nn::TransformerDecoderLayer& d = *m_.decoder_stack().layers[size_t(l)];
-  const PreparedLayer& w = p_->layers[size_t(l)];
+  const PreparedDecoderLayer& w = p_->layers[size_t(l)];
   const auto act = d.options.activation == Activation::GELU ? kernels::activation::Kind::GELU
                                                             : kernels::activation::Kind::ReLU;
   auto ff = [&](const Tensor& x) { return apply(w.ff2, in_, apply(w.ff1, in_, x, &act)); };
@@ -292,21 +224,6 @@ const StepTop& TransformerStepDecoder::step(const std::vector<int64_t>& rows, De
 }
 
 }  // namespace
-
-std::shared_ptr<const PreparedDecoder> prepare_transformer_decoder(const Transformer& model, int64_t max_rows,
-                                                                  nn::StepWeightType compute) {
-  auto p = std::make_shared<TransformerPrepared>();
-  p->model = &model;
-  const StepLayout layout = step_layout(max_rows, compute);
-  const TransformerConfig& s = model.section();
-  for (const auto& d : model.decoder_stack().layers)
-    p->layers.push_back(prepare_layer(*d, model.config().embed, s.heads, layout));
-  const Seq2SeqModel::OutputLayer o = model.output_layer();
-  p->w_y = o.weight.detach().clone();
-  p->b_y = o.bias.detach().clone();
-  p->y = nn::StepLinear(p->w_y, layout.packed, layout.type);
-  return p;
-}
 
 std::unique_ptr<StepDecoder> make_transformer_decoder(const Transformer& model,
                                                       std::shared_ptr<const PreparedDecoder> prepared,

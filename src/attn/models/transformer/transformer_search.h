@@ -32,12 +32,8 @@ namespace attn::models {
 
 class Transformer;
 
-// Every decoder layer's maps and the output projection laid out once (nn::StepLinear,
-// packed for kPackRows rows or more): copies, valid while the model's parameters stay unchanged.
-std::shared_ptr<const PreparedDecoder> prepare_transformer_decoder(const Transformer& model, int64_t max_rows,
-                                                                  nn::StepWeightType compute);
 // A decoder over `memory` (encode()'s, B sentences); `prepared` from
-// prepare_transformer_decoder of the same model (std::invalid_argument otherwise).
+// prepare_transformer (transformer_prepared.h) of the same model (std::invalid_argument otherwise).
 std::unique_ptr<StepDecoder> make_transformer_decoder(const Transformer& model,
                                                       std::shared_ptr<const PreparedDecoder> prepared,
                                                       const EncoderMemory& memory);
