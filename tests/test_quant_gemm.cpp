@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <vector>
 
@@ -193,6 +194,37 @@ TEST(QuantGemm, Int8ErrorStaysWithinItsBoundOnOrdinaryZeroConstantAndOutlierRows
     float sw = 0;
     (void)quantised_row(w.data() + o * K, K, sw);
     EXPECT_LE(std::fabs(c[size_t(2 * out + o)] - exact), double(K) * 0.75 * sw / 2 + 1e-5);
+  }
+}
+
+// A row holding NaN or an infinity has no scale: every build gives it the
+// scale NaN or infinity (the others untouched), so its products are NaN, as
+// fp32's would be.
+TEST(QuantGemm, Int8RowsWithNaNOrInfinityGiveNaNProducts) {
+  Rng rng(8);
+  const int64_t K = 37, out = 19, ldq = 40;
+  Tensor a = random_matrix(3, K, rng), w = random_matrix(out, K, rng, 0.2f);
+  a.data()[0 * K + 30] = std::numeric_limits<float>::quiet_NaN();
+  a.data()[2 * K + 3] = -std::numeric_limits<float>::infinity();
+  for (cpu::Isa isa : runnable_isas()) {
+    const QuantizeFn quantize = isa == cpu::Isa::avx512 ? qk::avx512::quantize_rows
+                                : isa == cpu::Isa::avx2 ? qk::avx2::quantize_rows
+                                                        : qk::scalar::quantize_rows;
+    std::vector<uint8_t> q(size_t(3 * ldq));
+    std::vector<float> sa(3);
+    quantize(3, K, a.data(), K, q.data(), ldq, sa.data());
+    EXPECT_TRUE(std::isnan(sa[0])) << cpu::isa_name(isa);
+    EXPECT_TRUE(std::isfinite(sa[1]) && sa[1] > 0.0f) << cpu::isa_name(isa);
+    EXPECT_TRUE(std::isinf(sa[2])) << cpu::isa_name(isa);
+  }
+  nn::StepLinear lin(w, true, nn::StepWeightType::I8);
+  nn::StepInput in;
+  std::vector<float> c(size_t(3 * out));
+  lin.apply(in.set(nn::StepWeightType::I8, 3, K, a.data(), K), 0, lin.units(), c.data(), out);
+  for (int64_t o = 0; o < out; ++o) {
+    EXPECT_TRUE(std::isnan(c[size_t(o)])) << "NaN row, output " << o;
+    EXPECT_TRUE(std::isfinite(c[size_t(out + o)])) << "ordinary row, output " << o;
+    EXPECT_TRUE(std::isnan(c[size_t(2 * out + o)])) << "infinite row, output " << o;
   }
 }
 
