@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "attn/cpu/threading.h"
 #include "attn/models/transformer/transformer.h"
 
 namespace attn::models {
@@ -28,6 +29,7 @@ Tensor apply(const PreparedLinear& p, nn::StepInput& in, const Tensor& x, const 
     return y;
   }
   const float* b = p.b.data();
+#pragma omp parallel for if (N * out > kParallelGrain)
   for (int64_t i = 0; i < N; ++i) {
     float* r = y.data() + i * out;
 #pragma omp simd
