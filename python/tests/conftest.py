@@ -1,7 +1,7 @@
 """Fixtures of the Python module's tests (python/tests): the `attn` command
 beside the module (for the CLI-equal checks) and a tiny translation run trained
 once per session through attn.train (the C++ tests' toy task, tests/toy_run.h:
-English words reversed into French, a small rnnsearch, 60 steps on one thread).
+English words reversed into French, a small rnnsearch, 150 steps on one thread).
 
 Run from the repository: PYTHONPATH=build/python /usr/bin/python3 -m pytest python/tests
 (ATTN_CLI names the command when it is not build/attn)."""
@@ -56,7 +56,7 @@ train:
   max_tokens: 800
   lr: 0.003
   max_epochs: 0
-  max_steps: 60
+  max_steps: 150
   valid_every: 0
   log_every: 20
   threads: 1
@@ -92,7 +92,7 @@ def run_cli(cli, args, stdin=""):
 def toy_run(tmp_path_factory):
     d = tmp_path_factory.mktemp("toy")
     summary = attn.train(str(write_toy_config(d)), progress=None)
-    assert summary["completed"] and summary["steps"] == 60, summary
+    assert summary["completed"] and summary["steps"] == 150, summary
     return d / "run"
 
 
