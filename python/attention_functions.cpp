@@ -20,6 +20,32 @@ namespace {
 
 using attention::Mask;
 
+// Docstrings: shapes as attention/attention.h.
+constexpr const char* kDoc_dot_scores = R"(q [B, H, Lq, D], k [B, H, Lk, D] -> scores [B, H, Lq, Lk] = q . k.
+
+Arrays: float32, C-contiguous (TypeError / ValueError otherwise), read in place. With grad_output= (d loss / d result, the result's shape): returns (result, {argument: gradient}).)";
+constexpr const char* kDoc_scaled_dot_scores = R"(q [B, H, Lq, D], k [B, H, Lk, D] -> scores [B, H, Lq, Lk] = q . k * scale (default 1/sqrt(D)).
+
+Arrays: float32, C-contiguous (TypeError / ValueError otherwise), read in place. With grad_output= (d loss / d result, the result's shape): returns (result, {argument: gradient}).)";
+constexpr const char* kDoc_general_scores = R"(q [B, H, Lq, D], k [B, H, Lk, Dk], W [D, Dk] -> scores [B, H, Lq, Lk] = q^T W k.
+
+Arrays: float32, C-contiguous (TypeError / ValueError otherwise), read in place. With grad_output= (d loss / d result, the result's shape): returns (result, {argument: gradient}).)";
+constexpr const char* kDoc_additive_scores = R"(q [B, H, Lq, D], k [B, H, Lk, Dk], W1 [A, D], W2 [A, Dk], v [A], bias [A] or None -> scores [B, H, Lq, Lk] = v^T tanh(W1 q + W2 k + bias) (Bahdanau).
+
+Arrays: float32, C-contiguous (TypeError / ValueError otherwise), read in place. With grad_output= (d loss / d result, the result's shape): returns (result, {argument: gradient}).)";
+constexpr const char* kDoc_concat_scores = R"(q [B, H, Lq, D], k [B, H, Lk, Dk], Wa [A, D + Dk], v [A] -> scores [B, H, Lq, Lk] = v^T tanh(Wa [q; k]) (Luong's concat).
+
+Arrays: float32, C-contiguous (TypeError / ValueError otherwise), read in place. With grad_output= (d loss / d result, the result's shape): returns (result, {argument: gradient}).)";
+constexpr const char* kDoc_masked_softmax = R"(scores [B, H, Lq, Lk] -> weights [B, H, Lq, Lk], the softmax over the keys a query sees: key_lengths [B] (float32 counts; keys j >= length hidden), causal (keys j <= i), keep (0/1 broadcastable to [B, H, Lq, Lk]). A row with no visible key is zeros.
+
+Arrays: float32, C-contiguous (TypeError / ValueError otherwise), read in place. With grad_output= (d loss / d result, the result's shape): returns (result, {argument: gradient}).)";
+constexpr const char* kDoc_scaled_dot_product_attention = R"(q [B, H, Lq, D], k [B, H, Lk, D], v [B, H, Lk, Dv] -> context [B, H, Lq, Dv] by the fused kernel (attention/flash.h: the [Lq, Lk] weights never stored); scale default 1/sqrt(D); masks as masked_softmax. With grad_output [B, H, Lq, Dv]: (context, {'q', 'k', 'v'}) from the fused backward.
+
+Arrays: float32, C-contiguous (TypeError / ValueError otherwise), read in place. With grad_output= (d loss / d result, the result's shape): returns (result, {argument: gradient}).)";
+constexpr const char* kDoc_multi_head_attention = R"(query [B, Lq, E], key [B, Lk, E], value [B, Lk, E] -> [B, Lq, E] (nn/multihead.h) with PyTorch's nn.MultiheadAttention weights: in_proj_weight [3E, E] (rows W_Q, W_K, W_V), in_proj_bias [3E], out_proj_weight [E, E], out_proj_bias [E] (both biases or neither); E divisible by num_heads; masks as masked_softmax. The same array as query, key and value runs the packed self-attention path; an array given as several arguments has its total gradient under each name.
+
+Arrays: float32, C-contiguous (TypeError / ValueError otherwise), read in place. With grad_output= (d loss / d result, the result's shape): returns (result, {argument: gradient}).)";
+
 // The mask arguments every masked function takes (attention.h's Mask).
 Mask make_mask(const char* fn, const py::object& key_lengths, bool causal, const py::object& keep) {
   Mask m;
@@ -41,7 +67,7 @@ void add_scores(py::module_& m) {
         return call_with_grad("dot_scores", x, grad_output,
                               [&] { return attention::dot_scores(x[0].tensor, x[1].tensor); });
       },
-      py::arg("q"), py::arg("k"), py::kw_only(), py::arg("grad_output") = py::none());
+      kDoc_dot_scores, py::arg("q"), py::arg("k"), py::kw_only(), py::arg("grad_output") = py::none());
   m.def(
       "scaled_dot_scores",
       [](const py::object& q, const py::object& k, std::optional<float> scale, const py::object& grad_output) {
@@ -49,7 +75,7 @@ void add_scores(py::module_& m) {
         return call_with_grad("scaled_dot_scores", x, grad_output,
                               [&] { return attention::scaled_dot_scores(x[0].tensor, x[1].tensor, scale); });
       },
-      py::arg("q"), py::arg("k"), py::kw_only(), py::arg("scale") = py::none(), py::arg("grad_output") = py::none());
+      kDoc_scaled_dot_scores, py::arg("q"), py::arg("k"), py::kw_only(), py::arg("scale") = py::none(), py::arg("grad_output") = py::none());
   m.def(
       "general_scores",
       [](const py::object& q, const py::object& k, const py::object& W, const py::object& grad_output) {
@@ -58,7 +84,7 @@ void add_scores(py::module_& m) {
         return call_with_grad(fn, x, grad_output,
                               [&] { return attention::general_scores(x[0].tensor, x[1].tensor, x[2].tensor); });
       },
-      py::arg("q"), py::arg("k"), py::arg("W"), py::kw_only(), py::arg("grad_output") = py::none());
+      kDoc_general_scores, py::arg("q"), py::arg("k"), py::arg("W"), py::kw_only(), py::arg("grad_output") = py::none());
   m.def(
       "additive_scores",
       [](const py::object& q, const py::object& k, const py::object& W1, const py::object& W2, const py::object& v,
@@ -71,7 +97,7 @@ void add_scores(py::module_& m) {
                                             {x[2].tensor, x[3].tensor, x[4].tensor, x[5].tensor});
         });
       },
-      py::arg("q"), py::arg("k"), py::arg("W1"), py::arg("W2"), py::arg("v"), py::kw_only(),
+      kDoc_additive_scores, py::arg("q"), py::arg("k"), py::arg("W1"), py::arg("W2"), py::arg("v"), py::kw_only(),
       py::arg("bias") = py::none(), py::arg("grad_output") = py::none());
   m.def(
       "concat_scores",
@@ -83,7 +109,7 @@ void add_scores(py::module_& m) {
           return attention::concat_scores(x[0].tensor, x[1].tensor, {x[2].tensor, x[3].tensor});
         });
       },
-      py::arg("q"), py::arg("k"), py::arg("Wa"), py::arg("v"), py::kw_only(), py::arg("grad_output") = py::none());
+      kDoc_concat_scores, py::arg("q"), py::arg("k"), py::arg("Wa"), py::arg("v"), py::kw_only(), py::arg("grad_output") = py::none());
 }
 
 void add_softmax_and_sdpa(py::module_& m) {
@@ -102,7 +128,7 @@ void add_softmax_and_sdpa(py::module_& m) {
           return softmax(s, -1, keep01);
         });
       },
-      py::arg("scores"), py::kw_only(), py::arg("key_lengths") = py::none(), py::arg("causal") = false,
+      kDoc_masked_softmax, py::arg("scores"), py::kw_only(), py::arg("key_lengths") = py::none(), py::arg("causal") = false,
       py::arg("keep") = py::none(), py::arg("grad_output") = py::none());
   m.def(
       "scaled_dot_product_attention",
@@ -119,7 +145,7 @@ void add_softmax_and_sdpa(py::module_& m) {
           return attention::sdpa_fused(tq, x[1].tensor, x[2].tensor, o);
         });
       },
-      py::arg("q"), py::arg("k"), py::arg("v"), py::kw_only(), py::arg("scale") = py::none(),
+      kDoc_scaled_dot_product_attention, py::arg("q"), py::arg("k"), py::arg("v"), py::kw_only(), py::arg("scale") = py::none(),
       py::arg("key_lengths") = py::none(), py::arg("causal") = false, py::arg("keep") = py::none(),
       py::arg("grad_output") = py::none());
 }
@@ -168,7 +194,7 @@ void add_multihead(py::module_& m) {
           return layer.forward(q, x[1].tensor, x[2].tensor, mask).context;
         });
       },
-      py::arg("query"), py::arg("key"), py::arg("value"), py::arg("num_heads"), py::kw_only(),
+      kDoc_multi_head_attention, py::arg("query"), py::arg("key"), py::arg("value"), py::arg("num_heads"), py::kw_only(),
       py::arg("in_proj_weight"), py::arg("in_proj_bias") = py::none(), py::arg("out_proj_weight"),
       py::arg("out_proj_bias") = py::none(), py::arg("key_lengths") = py::none(), py::arg("causal") = false,
       py::arg("keep") = py::none(), py::arg("grad_output") = py::none());

@@ -27,6 +27,7 @@ struct TranslationResult {
   std::vector<double> scores;                        // [n_best] log p / length^length_penalty
   std::vector<double> log_probs;                     // [n_best]
   std::vector<std::vector<std::string>> tgt_pieces;  // [n_best][T] without EOS
+  std::vector<bool> finished;                        // [n_best] ended with EOS (else cut at the length limit)
   std::vector<std::string> src_pieces;               // [S] the pieces the model read
   py::list attention;  // [n_best] arrays [T (+1 for EOS when finished), S]; empty without alignments
 };
@@ -71,6 +72,7 @@ public:
         out[i].scores.push_back(h.score);
         out[i].log_probs.push_back(h.log_prob);
         out[i].tgt_pieces.push_back(h.pieces);
+        out[i].finished.push_back(h.finished);
         if (alignments) {
           const auto T = py::ssize_t(h.attention.size()) / (S > 0 ? S : 1);
           out[i].attention.append(vector_array(std::move(h.attention), {T, S}));
@@ -148,6 +150,7 @@ void add_translator(py::module_& m) {
       .def_readonly("scores", &TranslationResult::scores, "[n_best] log p / length^length_penalty")
       .def_readonly("log_probs", &TranslationResult::log_probs, "[n_best] log-probabilities (EOS included)")
       .def_readonly("tgt_pieces", &TranslationResult::tgt_pieces, "[n_best][T] target pieces, without EOS")
+      .def_readonly("finished", &TranslationResult::finished, "[n_best] ended with EOS (else cut at the length limit)")
       .def_readonly("src_pieces", &TranslationResult::src_pieces, "[S] the source pieces the model read")
       .def_readonly("attention", &TranslationResult::attention,
                     "[n_best] float32 arrays [T (+1 for EOS), S] (alignments=True), else []")

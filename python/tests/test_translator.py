@@ -44,8 +44,8 @@ def test_alignments_equal_the_commands_soft_alignments(translator, attn_cli, toy
     for r, want in zip(res, soft):
         a = r.attention[0]
         assert a.dtype == np.float32 and a.flags.c_contiguous
-        assert a.shape == (len(want["tgt"]), len(want["src"])) == (len(r.tgt_pieces[0]) + 1, len(r.src_pieces))
-        np.testing.assert_allclose(a, np.array(want["weights"]), atol=1e-6)
+        assert a.shape == (len(want["tgt"]), len(want["src"])) == (len(r.tgt_pieces[0]) + r.finished[0], len(r.src_pieces))
+        np.testing.assert_allclose(a, np.array(want["weights"]), atol=5e-5)  # the JSON has 4 decimals
         np.testing.assert_allclose(a.sum(1), 1, atol=1e-5)
     assert translator.translate(lines[:1])[0].attention == []  # only when asked
 
