@@ -23,9 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import attn  # before NumPy: attn chooses OpenBLAS's core (attn/__init__.py)
 import numpy as np
-
-import attn
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python" / "tests"))
@@ -58,7 +57,7 @@ def translate_round(args, run, lines, translator):
     py = (time.perf_counter() - a) * 1e3
     return {"bench": "python_overhead", "what": "translate", "sentences": len(lines), "beam": 5, "batch": 64,
             "threads": args.threads, "cli_ms": full - empty, "cli_total_ms": full, "cli_empty_ms": empty,
-            "python_ms": py, "python_vs_cli": py / (full - empty)}
+            "python_ms": py, "python_vs_cli": py / (full - empty), "blas_core": attn._blas()["core"]}
 
 
 def attention_round(args):

@@ -11,5 +11,6 @@ void add_metrics(py::module_& m);              // metrics.cpp
 void add_translator(py::module_& m);           // translator.cpp
 void add_train(py::module_& m);                // train.cpp
 void add_captioner(py::module_& m);            // captioner.cpp
+void add_blas(py::module_& m);                 // blas.cpp
 
 }  // namespace attn::python

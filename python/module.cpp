@@ -9,4 +9,5 @@ PYBIND11_MODULE(_attn, m) {
   attn::python::add_translator(m);
   attn::python::add_train(m);
   attn::python::add_captioner(m);
+  attn::python::add_blas(m);
 }
