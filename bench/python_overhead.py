@@ -1,6 +1,6 @@
 """The Python layer's overhead (issue 29, BENCHMARKS.md "Python"): JSON lines on stdout.
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/python_overhead.py [--attn build/attn] [--threads 2] [--rounds 5]
+    PYTHONPATH=build/python /usr/bin/python3 bench/python_overhead.py [--attn build/attn] [--threads 1] [--rounds 9]
 
 1. translate: 512 sentences of the tests' toy task (python/tests/conftest.py; its
    rnnsearch trained here for 150 steps), beam 5, batch 64 (8 batches), through
@@ -9,9 +9,9 @@
    lines (process start, model load and weight preparation, which a Python session
    pays once), so both sides time the same decoding.
 2. fused attention, q, k, v [4, 8, 128, 64]: attn.scaled_dot_product_attention
-   forward, and forward + backward (grad_output=), timed as `attn bench attention`
-   times its C++ call at that shape (median of 100 calls after one), the command's
-   figure taken from its own run.
+   forward, and forward + backward (grad_output=), against the same C++ call
+   (attention::sdpa_fused) timed by build/attn_sdpa_timing (python/bench/), each
+   the median of 100 calls after one.
 The two sides alternate, round by round, so a disturbance of this shared machine
 lands on both; each round prints one line, then one line of medians."""
 import argparse
@@ -61,28 +61,28 @@ def translate_round(args, run, lines, translator):
 
 
 def attention_round(args):
-    out = subprocess.run([args.attn, "bench", "attention", "--no-peers", "--threads", str(args.threads),
-                          "--repeats", "10"], capture_output=True, text=True, check=True).stdout
-    cpp = next(j for j in map(json.loads, out.splitlines()) if j.get("impl") == "attn-fused" and j.get("Lq") == 128
-               and not j["causal"])
+    out = subprocess.run([args.sdpa_timing, "4", "8", "128", "64", str(args.threads), "100"], capture_output=True,
+                         text=True, check=True).stdout
+    cpp = json.loads(out)
     rng = np.random.default_rng(1)
     q, k, v, g = (rng.standard_normal((4, 8, 128, 64)).astype(np.float32) for _ in range(4))
     fwd = median_ms(lambda: attn.scaled_dot_product_attention(q, k, v), 100)
     fwdbwd = median_ms(lambda: attn.scaled_dot_product_attention(q, k, v, grad_output=g), 100)
     return {"bench": "python_overhead", "what": "sdpa_fused", "shape": [4, 8, 128, 64], "threads": args.threads,
-            "cli_fwd_ms": cpp["fwd_ms"], "python_fwd_ms": fwd, "fwd_python_vs_cli": fwd / cpp["fwd_ms"],
-            "cli_fwdbwd_ms": cpp["fwdbwd_ms"], "python_fwdbwd_ms": fwdbwd,
-            "fwdbwd_python_vs_cli": fwdbwd / cpp["fwdbwd_ms"]}
+            "cpp_fwd_ms": cpp["fwd_ms"], "python_fwd_ms": fwd, "fwd_python_vs_cpp": fwd / cpp["fwd_ms"],
+            "cpp_fwdbwd_ms": cpp["fwdbwd_ms"], "python_fwdbwd_ms": fwdbwd,
+            "fwdbwd_python_vs_cpp": fwdbwd / cpp["fwdbwd_ms"]}
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--attn", default=str(REPO / "build" / "attn"))
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--sdpa-timing", default=str(REPO / "build" / "attn_sdpa_timing"))
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--rounds", type=int, default=9)
     args = p.parse_args()
     with tempfile.TemporaryDirectory() as d:
-        attn.train(str(write_toy_config(d)), {"train.threads": args.threads}, progress=None)
+        attn.train(str(write_toy_config(d)), progress=None)
         run = Path(d) / "run"
         lines = reversal_corpus(512, 11)[0]
         translator = attn.Translator(str(run), threads=args.threads)
@@ -94,7 +94,7 @@ def main():
                 j = fn()
                 rounds[what].append(j)
                 print(json.dumps(j), flush=True)
-    for what, keys in (("translate", ["python_vs_cli"]), ("sdpa_fused", ["fwd_python_vs_cli", "fwdbwd_python_vs_cli"])):
+    for what, keys in (("translate", ["python_vs_cli"]), ("sdpa_fused", ["fwd_python_vs_cpp", "fwdbwd_python_vs_cpp"])):
         print(json.dumps({"bench": "python_overhead", "what": what, "rounds": args.rounds,
                           **{f"median_{k}": statistics.median(r[k] for r in rounds[what]) for k in keys}}), flush=True)
 

@@ -156,3 +156,8 @@ class Captioner:
 def train(config_path: str, overrides: Optional[Dict[str, Any]] = None, *, resume: bool = False,
           stop_after_steps: int = 0, progress: Optional[Callable[[str], Any]] = print) -> Dict[str, Any]:
     """`attn train -c CONFIG --set k=v`; Ctrl-C checkpoints, then raises KeyboardInterrupt."""
+
+# ---- the BLAS (cpu/blas.h), as `attn --version` reports it ----
+def _blas() -> Dict[str, str]:
+    """path, config, core, threading of the OpenBLAS attn opened (opening it now if not yet), and
+    wanted_core, the core attn asks for; attn/__init__.py warns when NumPy initialised it first."""
