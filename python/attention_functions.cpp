@@ -8,6 +8,8 @@
 // reaches Python as ValueError with the same message.
 #include <pybind11/stl.h>
 
+#include <cmath>
+
 #include "attn/attention/attention.h"
 #include "attn/autograd/ops.h"
 #include "attn/nn/multihead.h"
@@ -140,7 +142,7 @@ void add_softmax_and_sdpa(py::module_& m) {
         o.mask = make_mask(fn, key_lengths, causal, keep);
         return call_with_grad(fn, x, grad_output, [&] {
           const Tensor& tq = x[0].tensor;
-          // 1/sqrt(D), as ScaledDot; D read after sdpa_fused's own check would be too late
+          // 1/sqrt(D), as ScaledDot; a malformed q gets 1 here and sdpa_fused's message next
           o.scale = scale ? *scale : (tq.dim() == 4 && tq.size(3) > 0 ? 1.0f / std::sqrt(float(tq.size(3))) : 1.0f);
           return attention::sdpa_fused(tq, x[1].tensor, x[2].tensor, o);
         });

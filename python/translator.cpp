@@ -60,6 +60,7 @@ public:
     {
       py::gil_scoped_release nogil;
       set_num_threads(threads_);  // OpenMP's thread count is the calling thread's
+      // beam < 1: translate_lines refuses it with its own message (preparing 0 rows would not)
       if (beam >= 1) o.search.prepared = prepared(batch * beam);
       tr = decode::translate_lines(*tm_.model, *tm_.src_vocab, *tm_.tgt_vocab, lines, o);
     }
