@@ -17,6 +17,7 @@ PKGS=(
   clang libclang-rt-dev libomp-dev  # the sanitizer builds (scripts/test-sanitizers.sh: clang, libomp + Archer)
   libopenblas0-pthread       # ... whose OpenMP runtime (libomp) cannot host the OpenMP build of OpenBLAS
   python3-torch python3-numpy
+  python3-dev python3-pybind11  # the Python module attn (python/; docs/python.md)
   libtcmalloc-minimal4       
   libdnnl-dev                # oneDNN, beside attn's int8 / bf16 kernels in `attn bench quant`
   clang libfuzzer-14-dev     # the fuzz targets (fuzz/README.md, scripts/fuzz-smoke.sh)

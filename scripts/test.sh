@@ -13,7 +13,9 @@ stage_done "installing"
 bash scripts/build.sh
 stage_done "the release build"
 cd build
-PARITY_TESTS='Torch|Parity|Oracle|Numpy'
+# python.pytest (python/tests: the Python module against PyTorch, NumPy and the command) is
+# a parity test too: it runs in the suite below, once
+PARITY_TESTS='Torch|Parity|Oracle|Numpy|^python\.'
 BROWSER_TESTS='^browser\.'  # the page does not depend on the instruction set
 # Tests of processes, files and packaging, not of kernels: run once, at the machine's instruction set
 PROCESS_TESTS='^(install|KillResume|HostileIo|FullDisk|ServeHostile|ServeProcess)\.'

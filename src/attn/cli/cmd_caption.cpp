@@ -34,17 +34,6 @@ struct CaptionOpts {
   std::string compute = "fp32";  // --compute: search.compute once the model is loaded
 };
 
-// The run's image input, or an error saying why the run cannot caption.
-decode::ImageModelInput image_input_of(const decode::TranslationModel& tm, const std::string& run) {
-  const models::ModelConfig& c = tm.model->config();
-  std::optional<decode::ImageModelInput> in = decode::image_model_input(c);
-  if (!in)
-    throw std::invalid_argument(run + ": its model is " + c.type +
-                                ", a translation model that reads text; `attn caption -m` needs a run of an image "
-                                "model (show_attend_tell)");
-  return *in;
-}
-
 viz::OverlayStyle overlay_style(const CaptionOpts& o) {
   viz::OverlayStyle s;
   s.upsample = o.upsample == "nearest" ? viz::Upsample::Nearest : viz::Upsample::Bilinear;
@@ -98,7 +87,7 @@ void run_captioning(CaptionOpts o) {
     throw std::invalid_argument("attn caption: give -m RUN and one or more IMAGE files, or a subcommand (eval, data, sheet)");
   set_num_threads(o.threads);
   const decode::TranslationModel tm = decode::load_model_dir(o.model, o.weights);  // image_input_of refuses text models
-  const decode::ImageModelInput in = image_input_of(tm, o.model);
+  const decode::ImageModelInput in = decode::image_input_of(tm.model->config(), o.model);
   o.search.attention_map = chosen_attention_map(*tm.model, o.map);  // an unknown name: before any image is read
   o.search.compute = compute_type(o.compute, *tm.model);  // a type the model cannot search in: refused now
   for (size_t first = 0; first < o.images.size(); first += size_t(o.batch))

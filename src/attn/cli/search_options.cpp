@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "attn/cpu/isa.h"
 #include "attn/data/line_reader.h"
-#include "attn/nn/step_weight_types.h"
 
 namespace attn::cli {
 
@@ -52,17 +50,6 @@ std::shared_ptr<const decode::Shortlist> load_shortlist(const ShortlistChoice& c
     throw std::runtime_error("--shortlist: " + path + " does not exist (`attn shortlist " + run + "` learns it)");
   const decode::Lexicon lex = decode::read_lexicon(path, *model.src_vocab, *model.tgt_vocab);
   return std::make_shared<decode::Shortlist>(lex, choice.per_source, choice.frequent, model.tgt_vocab->specials().eos);
-}
-
-nn::StepWeightType compute_type(const std::string& name, const models::Seq2SeqModel& model) {
-  const nn::StepWeightType t = name != "auto"       ? nn::step_weight_type(name)
-                               : cpu::native_int8() ? nn::StepWeightType::I8
-                               : cpu::native_bf16() ? nn::StepWeightType::BF16
-                                                    : nn::StepWeightType::F32;
-  if (model.searches_in(t)) return t;
-  if (name == "auto") return nn::StepWeightType::F32;
-  (void)model.prepare_decoder(1, t);  // throws, naming the model type
-  return t;
 }
 
 void add_attention_map_options(CLI::App& cmd, models::MapChoice& choice, const std::string& prefix) {

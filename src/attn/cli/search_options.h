@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "attn/decode/compute_type.h"
 #include "attn/decode/model_dir.h"
 #include "attn/decode/shortlist.h"
 #include "attn/models/attention_maps.h"
@@ -29,13 +30,8 @@ CLI::Option* add_threads_option(CLI::App& cmd, int& threads);
 // --compute fp32|int8|bf16|auto: the element type of the search's products
 // (nn/step_weight_types.h; default fp32).
 CLI::Option* add_compute_option(CLI::App& cmd, std::string& compute);
-// The type a --compute value names for `model`; auto: the fastest this CPU runs
-// natively (int8 with VNNI, else bf16 with AVX-512 BF16, else fp32; `attn
-// --version` says which), or fp32 for a model whose search is fp32 only (a
-// kind without a search step of its own; every built-in kind, the captioner
-// included, searches in all three). A type named outright that the model cannot search in throws
-// std::invalid_argument naming the model type.
-nn::StepWeightType compute_type(const std::string& name, const models::Seq2SeqModel& model);
+// The type a --compute value names for a model: decode/compute_type.h.
+using decode::compute_type;
 // --shortlist K, --shortlist-frequent N, --shortlist-file FILE: a vocabulary
 // shortlist (decode/shortlist.h) of each source piece's K best translations
 // and the N most frequent target pieces, from FILE (default

@@ -25,6 +25,15 @@ std::optional<ImageModelInput> image_model_input(const models::ModelConfig& c) {
   return in;
 }
 
+ImageModelInput image_input_of(const models::ModelConfig& c, const std::string& run) {
+  std::optional<ImageModelInput> in = image_model_input(c);
+  if (!in)
+    throw std::invalid_argument(run + ": its model is " + c.type +
+                                ", a translation model that reads text; `attn caption -m` needs a run of an image "
+                                "model (show_attend_tell)");
+  return *in;
+}
+
 Tensor image_batch(const std::vector<std::string>& paths, const ImageModelInput& in) {
   if (paths.empty()) throw std::invalid_argument("image batch: no image files");
   const int64_t B = int64_t(paths.size()), per_image = 3 * int64_t(in.height) * int64_t(in.width);

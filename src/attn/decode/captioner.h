@@ -29,6 +29,10 @@ struct ImageModelInput {
 // returns its image size, grid and normalisation here.
 std::optional<ImageModelInput> image_model_input(const models::ModelConfig& c);
 
+// The same for a run that must caption (`attn caption -m RUN`, the Python
+// Captioner): a text model throws std::invalid_argument naming `run` and its type.
+ImageModelInput image_input_of(const models::ModelConfig& c, const std::string& run);
+
 // pixels [B, 3, H, W] (B = paths.size(), H x W = in's size): each file read,
 // resized and normalised by image/input.h. Throws std::runtime_error naming
 // the file that cannot be read, std::invalid_argument for no paths.

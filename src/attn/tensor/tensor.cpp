@@ -9,7 +9,11 @@
 namespace attn {
 
 Storage::Storage(int64_t n) : data(static_cast<float*>(pool::allocate(size_t(n) * sizeof(float)))), numel(n) {}
-Storage::~Storage() { pool::release(data, size_t(numel) * sizeof(float)); }
+Storage::Storage(float* external, int64_t n, std::shared_ptr<const void> owner_)
+    : data(external), numel(n), owner(std::move(owner_)) {}
+Storage::~Storage() {
+  if (!owner) pool::release(data, size_t(numel) * sizeof(float));
+}
 
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
   int r = a.rank() > b.rank() ? a.rank() : b.rank();
@@ -32,6 +36,14 @@ static Tensor make(const Shape& shape) {
 }
 
 Tensor Tensor::empty(const Shape& shape) { return make(shape); }
+
+Tensor Tensor::borrow(float* data, const Shape& shape, std::shared_ptr<const void> owner) {
+  if (!owner) throw std::invalid_argument("Tensor::borrow: no owner for the memory of shape " + shape.str());
+  auto impl = std::make_shared<TensorImpl>();
+  impl->shape = shape;
+  impl->storage = std::make_shared<Storage>(data, shape.numel(), std::move(owner));
+  return Tensor(std::move(impl));
+}
 
 Tensor Tensor::zeros(const Shape& shape) {
   Tensor t = make(shape);

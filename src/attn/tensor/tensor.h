@@ -23,14 +23,17 @@ struct Node;
 }
 
 // A block of floats from the pool; returned to the pool when the last tensor
-// viewing it goes away.
+// viewing it goes away. Or memory owned elsewhere (Tensor::borrow): never
+// returned to the pool, `owner` kept alive while a tensor views it.
 struct Storage {
   explicit Storage(int64_t numel);
+  Storage(float* external, int64_t numel, std::shared_ptr<const void> owner);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   float* data;
   int64_t numel;
+  std::shared_ptr<const void> owner;  // set: borrowed memory (not the pool's)
 };
 
 struct TensorImpl {
@@ -56,6 +59,11 @@ public:
   static Tensor ones(const Shape& shape) { return full(shape, 1.0f); }
   static Tensor from(const std::vector<float>& values, const Shape& shape);
   static Tensor scalar(float value) { return full(Shape{}, value); }
+  // A tensor over `shape.numel()` contiguous floats at `data` that the caller
+  // owns (a NumPy array, python/): no copy; `owner` is held until the last
+  // tensor viewing the memory goes away. Ops never write to their inputs, so
+  // read-only memory may be borrowed for an op's input.
+  static Tensor borrow(float* data, const Shape& shape, std::shared_ptr<const void> owner);
 
   // --- shape ---
   bool defined() const { return impl_ != nullptr; }
