@@ -136,6 +136,7 @@ private:
   models::LossOptions loss_options_;
   std::optional<double> last_bleu_;
   int64_t nonfinite_in_a_row_ = 0;
+  int64_t start_step_ = 0;  // the step this invocation started at
 };
 
 AdamOptions adam_options(const TrainOptions& t) {
@@ -359,7 +360,7 @@ bool TranslationRun::validate() {
 
 TrainSummary TranslationRun::train() {
   TrainerState& p = state_.position;
-  const int64_t start_step = p.step;
+  const int64_t start_step = start_step_ = p.step;
   double run_tokens = 0, run_s = 0;
   Window window;
   std::vector<std::vector<int64_t>> plan = task_->plan_epoch(uint64_t(p.epoch));
@@ -438,6 +439,16 @@ TrainSummary TranslationRun::finish(const std::string& reason, double run_tokens
   FinishedRecord r{reason, sum.steps, sum.epoch, s.elapsed_s, seconds_since(t0_), s.best_bleu, s.best_perplexity,
                    sum.tgt_tokens_per_s, run_s};
   log_.finished(r, sum.completed);
+  if (exchange_ && sum.steps > start_step_) {  // how much of the gradient sums the backward pass did not hide
+    const double steps = double(sum.steps - start_step_), wait_ms = 1e3 * exchange_->seconds_waiting() / steps;
+    char b[240];
+    std::snprintf(b, sizeof b,
+                  "gradient sums over %d ranks in %lld buckets: %.2f ms per step waited after the backward pass "
+                  "(%.1f%% of rank 0's %.1f ms step)",
+                  dist_->size(), (long long)exchange_->buckets(), wait_ms, 100 * wait_ms / (1e3 * run_s / steps),
+                  1e3 * run_s / steps);
+    log_.message(b);
+  }
   return sum;
 }
 
