@@ -156,7 +156,8 @@ TEST(MpiTrain, KilledRankEndsJobAndCheckpointResumesOnOneProcess) {
   const std::string out = read_bytes(run + ".out");
   ASSERT_NE(code, 1000) << "mpirun still running 60 s after rank 1 was killed";
   EXPECT_NE(code, 0) << out;
-  EXPECT_LT(took, 2 * 5 + 5) << "the bound: 2 x odls_base_sigkill_timeout (5 s here) + mpirun's notice";
+  // + 15 s: mpirun's notice and the test's polling on a loaded machine (ctest -j 2)
+  EXPECT_LT(took, 2 * 5 + 15) << "the bound: 2 x odls_base_sigkill_timeout (5 s here) + mpirun's notice";
   EXPECT_NE(out.find("rank 1"), std::string::npos) << out;
 
   const int64_t saved = trainer_state(run).at("step").get<int64_t>();
@@ -174,7 +175,7 @@ TEST(MpiTrain, HungRankEndsJobAfterTimeout) {
   TempDir c("mpi_hang");
   write_toy(c.path, "train", 400, 1);
   write_toy(c.path, "valid", 30, 2);
-  const std::string run = c.path + "/run", cfg = endless_config(c.path, run, "  dist_timeout_s: 3\n");
+  const std::string run = c.path + "/run", cfg = endless_config(c.path, run, "  dist_timeout_s: 5\n");
   const pid_t mpirun = spawn_mpirun(2, cfg, {}, run + ".out", /*sigkill_timeout=*/5);
   ASSERT_TRUE(wait_for_file(run + "/checkpoint/trainer_state.json")) << read_bytes(run + ".out");
   const pid_t victim = rank_pid(mpirun, 1);
@@ -187,9 +188,9 @@ TEST(MpiTrain, HungRankEndsJobAfterTimeout) {
   const std::string out = read_bytes(run + ".out");
   ASSERT_NE(code, 1000) << "mpirun still running 60 s after rank 1 stopped\n" << out;
   EXPECT_NE(code, 0) << out;
-  EXPECT_LT(took, 3 + 2 * 5 + 5) << "the bound: dist_timeout_s + 2 x odls_base_sigkill_timeout + mpirun's notice";
+  EXPECT_LT(took, 5 + 2 * 5 + 15) << "the bound: dist_timeout_s + 2 x odls_base_sigkill_timeout + mpirun's notice";
   // rank 1 stops between two operations; rank 0 names it at the next (a gradient sum, or a checkpoint's gather)
-  EXPECT_NE(out.find("attn train: rank 0: waited 3 s for the "), std::string::npos) << out;
+  EXPECT_NE(out.find("attn train: rank 0: waited 5 s for the "), std::string::npos) << out;
   EXPECT_NE(out.find("rank 1 did not arrive (dead, stopped or hung); ending the job"), std::string::npos) << out;
   EXPECT_GT(trainer_state(run).at("step").get<int64_t>(), 0);
 }
@@ -218,7 +219,7 @@ TEST(MpiTrain, SigtermCheckpointsAndResumesOnAnotherRankCount) {
   ASSERT_EQ(::kill(mpirun, SIGTERM), 0);
   EXPECT_NE(wait_exit_within(mpirun, 60), 1000);
   const double took = std::chrono::duration<double>(Clock::now() - t0).count();
-  EXPECT_LT(took, 2 * 5 + 5) << "the bound: 2 x odls_base_sigkill_timeout (5 s here) + mpirun's notice";
+  EXPECT_LT(took, 2 * 5 + 15) << "the bound: 2 x odls_base_sigkill_timeout (5 s here) + mpirun's notice";
   ASSERT_TRUE(fs::exists(run + "/checkpoint/trainer_state.json")) << read_bytes(run + ".out");
   const int64_t saved = trainer_state(run).at("step").get<int64_t>();
   EXPECT_GT(saved, 0);
