@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "attn/tensor/safetensors.h"
+#include "caption_run.h"
 #include "mpi_run.h"
 #include "toy_run.h"
 #include "train_test_util.h"
@@ -77,8 +78,9 @@ std::string endless_config(const std::string& dir, const std::string& run, const
 
 }  // namespace
 
-// The same global batches and seed, without dropout, on 1 process and on 2
-// ranks (dropout draws from each rank's own stream: none here, attention's
+// Every model kind (rnnsearch, luong, the Transformer, the captioner), the
+// same global batches and seed, without dropout, on 1 process and on 2 ranks
+// (dropout draws from each rank's own stream: none here, attention's
 // either): the parameters after 6 steps (a validation after step 3: rank 0's
 // verdict reaches rank 1) agree up to the order of float sums.
 //
@@ -98,21 +100,29 @@ std::string endless_config(const std::string& dir, const std::string& run, const
 // 10x the tolerance shows the comparison can see a one-step change.
 TEST(MpiTrain, TwoRanksGiveOneProcessParameters) {
   constexpr double kTolerance = 2e-5;
-  const std::pair<const char*, std::string> kinds[] = {{"rnnsearch", std::string(kToyRnnSearch) + "  dropout: 0\n"},
-                                                       {"transformer", std::string(kToyTransformer) + "  attention_dropout: 0\n"}};
-  for (const auto& [kind, model] : kinds) {
+  struct Kind {
+    const char* name;
+    std::string model;
+    bool captions = false;  // trained on generated scenes (caption_run.h)
+  };
+  const Kind kinds[] = {
+      {"rnnsearch", std::string(kToyRnnSearch) + "  dropout: 0\n"},
+      {"luong", "  type: luong\n  embed: 32\n  encoder_hidden: 32\n  decoder_hidden: 64\n  attention: 32\n"
+                "  cell: lstm\n  score: general\n  dropout: 0\n"},
+      {"transformer", std::string(kToyTransformer) + "  attention_dropout: 0\n"},
+      {"show_attend_tell", toy_captioner("soft") + "  dropout: 0\n", true}};
+  for (const auto& [kind, model, captions] : kinds) {
     SCOPED_TRACE(kind);
     TempDir c(std::string("mpi_equal_") + kind);
     write_toy(c.path, "train", 400, 1);
     write_toy(c.path, "valid", 30, 2);
+    const std::string scenes = captions ? write_scenes(c.path + "/scenes", 40, 3) : "";
     auto config = [&](const std::string& run, int steps) {
-      const std::string cfg = run + ".yaml";
-      attn::data::write_lines(
-          cfg, {toy_config(c.path, run,
-                           "  max_steps: " + std::to_string(steps) +
-                               "\n  valid_every: 3\n  log_every: 1\n  threads: 1\n  checkpoint_minutes: 0\n"
-                               "  adam_eps: 1\n",
-                           "", model)});
+      const std::string cfg = run + ".yaml", train = "  max_steps: " + std::to_string(steps) +
+                                                      "\n  valid_every: 3\n  log_every: 1\n  threads: 1\n"
+                                                      "  checkpoint_minutes: 0\n  adam_eps: 1\n";
+      attn::data::write_lines(cfg, {captions ? caption_config(scenes, run, train, model)
+                                             : toy_config(c.path, run, train, "", model)});
       return cfg;
     };
     const std::vector<std::string> lr = {"--set", "train.lr=0.05"};
