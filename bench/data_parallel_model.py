@@ -34,6 +34,10 @@ def main():
     ap.add_argument("--bucket-mb", type=float, default=8)
     ap.add_argument("--backward-share", type=float, default=2 / 3, help="share of a step in the backward pass")
     ap.add_argument("--ranks", default="2,8,64")
+    ap.add_argument("--local-allreduce-ms", type=float,
+                    help="measured allreduce of the whole gradient on 2 ranks of this machine "
+                         "(bench/allreduce_time.c): adds this machine's shared memory as a network, "
+                         "its bandwidth S / t (a 2-rank ring moves S), latency 1 us")
     args = ap.parse_args()
     nbytes = 4 * args.params
     bucket = args.bucket_mb * (1 << 20)
@@ -43,8 +47,12 @@ def main():
     t1 = args.step_ms / 1e3
     # name, bandwidth in bytes/s, latency per message in s
     networks = [("10 Gbit/s TCP", 10e9 / 8, 30e-6), ("100 Gbit/s", 100e9 / 8, 5e-6)]
+    if args.local_allreduce_ms:
+        networks.insert(0, ("this machine, shared memory", nbytes / (args.local_allreduce_ms / 1e3), 1e-6))
     for p in (int(x) for x in args.ranks.split(",")):
         for name, bw, alpha in networks:
+            if name.startswith("this machine") and p != 2:
+                continue  # measured for 2 ranks only
             per = [ring(p, b, alpha, bw) for b in sizes]
             compute = t1 / p
             no_overlap = compute + sum(per)
