@@ -14,6 +14,7 @@ PKGS=(
   libsentencepiece-dev libpng-dev libjpeg62-turbo-dev zlib1g-dev
   libcairo2-dev libpango1.0-dev fonts-dejavu-core
   libgtest-dev libbenchmark-dev
+  libopenmpi-dev openmpi-bin # data-parallel training over MPI (docs/distributed-training.md); optional at configure time
   clang libclang-rt-dev libomp-dev  # the sanitizer builds (scripts/test-sanitizers.sh: clang, libomp + Archer)
   libopenblas0-pthread       # ... whose OpenMP runtime (libomp) cannot host the OpenMP build of OpenBLAS
   python3-torch python3-numpy

@@ -17,8 +17,10 @@ cd build
 # a parity test too: it runs in the suite below, once
 PARITY_TESTS='Torch|Parity|Oracle|Numpy|^python\.'
 BROWSER_TESTS='^browser\.'  # the page does not depend on the instruction set
-# Tests of processes, files and packaging, not of kernels: run once, at the machine's instruction set
-PROCESS_TESTS='^(install|KillResume|HostileIo|FullDisk|ServeHostile|ServeProcess)\.'
+# Tests of processes, files and packaging, not of kernels: run once, at the machine's instruction set.
+# MpiTrain: `mpirun --oversubscribe -np 2` jobs (tests/test_mpi_train.cpp, ~40 s; as root, CI's
+# container, with --allow-run-as-root, which the test adds when it runs as root).
+PROCESS_TESTS='^(install|KillResume|HostileIo|FullDisk|ServeHostile|ServeProcess|MpiTrain)\.'
 ./attn --version  # what the figures below ran on
 # 2 test processes: the parity tests spend most of their time starting python.
 # Passive OpenMP waits: two test processes share 2 cores, and spinning

@@ -54,6 +54,19 @@ TEST(TrainConfig, ParsesSectionsAndOverrides) {
   EXPECT_NE(train::to_json(c).find("\"lr\": 0.003"), std::string::npos) << train::to_json(c);
 }
 
+// The data-parallel fields (docs/distributed-training.md): read, written back, bounded.
+TEST(TrainConfig, DataParallelFields) {
+  const train::TrainConfig d = train::parse_train_config(kBase);
+  EXPECT_DOUBLE_EQ(d.train.dist_timeout_s, 600);
+  EXPECT_DOUBLE_EQ(d.train.dist_bucket_mb, 8);
+  const train::TrainConfig c = train::parse_train_config(kBase, {"train.dist_timeout_s=30", "train.dist_bucket_mb=0.5"});
+  EXPECT_DOUBLE_EQ(c.train.dist_timeout_s, 30);
+  EXPECT_DOUBLE_EQ(c.train.dist_bucket_mb, 0.5);
+  EXPECT_NE(train::to_json(c).find("\"dist_timeout_s\": 30"), std::string::npos) << train::to_json(c);
+  EXPECT_NE(error_of(kBase, {"train.dist_timeout_s=0"}).find("dist_timeout_s"), std::string::npos);
+  EXPECT_NE(error_of(kBase, {"train.dist_bucket_mb=-1"}).find("dist_bucket_mb"), std::string::npos);
+}
+
 TEST(TrainConfig, ErrorsNameTheKey) {
   EXPECT_NE(error_of(kBase, {"train.learning_rate=1"}).find("train.learning_rate: unknown key"), std::string::npos);
   EXPECT_NE(error_of(std::string(kBase) + "optimizer:\n  lr: 1\n").find("config.optimizer: unknown key"),

@@ -61,7 +61,9 @@ void accumulate(Tensor& dst, const Tensor& src) {
 
 namespace attn {
 
-void backward(const Tensor& root, const Tensor& seed) {
+void backward(const Tensor& root, const Tensor& seed) { backward(root, seed, LeafReadyFn()); }
+
+void backward(const Tensor& root, const Tensor& seed, const LeafReadyFn& on_leaf_ready) {
   using namespace autograd;
   if (!root.requires_grad()) throw std::invalid_argument("backward: tensor does not require grad (no op on it was recorded)");
   Tensor g = seed;
@@ -82,17 +84,24 @@ void backward(const Tensor& root, const Tensor& seed) {
   // Collect the nodes reachable from root; Node::sequence is a topological order.
   std::vector<Node*> nodes;
   std::unordered_map<Node*, std::vector<Tensor>> pending;  // node -> grads of its outputs
+  // with on_leaf_ready: each leaf's last reader (the node of lowest sequence that reads it)
+  std::unordered_map<const TensorImpl*, const Node*> last_reader;
   std::vector<Node*> stack{root.grad_fn().get()};
   pending[root.grad_fn().get()];
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
     nodes.push_back(n);
-    for (const Tensor& in : n->inputs)
+    for (const Tensor& in : n->inputs) {
       if (in.defined() && in.grad_fn() && !pending.count(in.grad_fn().get())) {
         pending[in.grad_fn().get()];
         stack.push_back(in.grad_fn().get());
       }
+      if (on_leaf_ready && in.defined() && !in.grad_fn() && in.requires_grad()) {
+        const Node*& last = last_reader[in.impl()];
+        if (!last || n->sequence < last->sequence) last = n;
+      }
+    }
   }
   std::sort(nodes.begin(), nodes.end(), [](Node* a, Node* b) { return a->sequence > b->sequence; });
   for (Node* n : nodes) pending[n].resize(n->output_shapes.size());
@@ -130,6 +139,17 @@ void backward(const Tensor& root, const Tensor& seed) {
         }
       }
     }
+    if (on_leaf_ready)
+      for (size_t i = 0; i < n->inputs.size(); ++i) {
+        const Tensor& in = n->inputs[i];
+        if (!in.defined() || in.grad_fn() || !in.requires_grad()) continue;
+        const auto it = last_reader.find(in.impl());
+        // once per leaf, even when a node reads it twice
+        if (it != last_reader.end() && it->second == n) {
+          last_reader.erase(it);
+          on_leaf_ready(in);
+        }
+      }
   }
 }
 

@@ -58,4 +58,11 @@ using autograd::NoGradGuard;
 // Backpropagates from `root`: a scalar, or any tensor with `seed` = d(loss)/d(root)
 // of root's shape. Gradients of leaves that require grad accumulate (+=) into .grad().
 void backward(const Tensor& root, const Tensor& seed = Tensor());
+
+// Called by backward() once a leaf's .grad() is final for this pass: the last
+// node that reads the leaf has run (e.g. a data-parallel run starts summing it
+// over the replicas while the rest of the backward runs). Not called for a
+// leaf whose last reader received no gradient.
+using LeafReadyFn = std::function<void(const Tensor& leaf)>;
+void backward(const Tensor& root, const Tensor& seed, const LeafReadyFn& on_leaf_ready);
 }  // namespace attn

@@ -1,7 +1,10 @@
-// `attn train --config FILE.yaml [--set key=value ...] [--resume]`
+// `attn train --config FILE.yaml [--set key=value ...] [--resume]`, alone or
+// as every rank of `mpirun -np N attn train ...` (docs/distributed-training.md)
 #include <csignal>
+#include <memory>
 
 #include "attn/cli/commands.h"
+#include "attn/dist/world.h"
 #include "attn/train/mt_trainer.h"
 
 namespace attn::cli {
@@ -33,13 +36,24 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--stop-after-steps", o->stop_after, "checkpoint and stop after this many steps of this invocation");
   cmd->callback([o] {
     train::TrainConfig cfg = train::load_train_config(o->config, o->sets);
+    // under mpirun: this process is one rank of a data-parallel run
+    std::unique_ptr<dist::World> world = dist::join_world(cfg.train.dist_timeout_s);
     train::RunOptions run;
     run.resume = o->resume;
     run.stop_after_steps = o->stop_after;
     run.stop = &g_stop;
+    run.collective = world ? &world->ranks() : nullptr;
     for (int sig : kStopSignals) std::signal(sig, on_stop_signal);
-    const train::TrainSummary sum = train::train_translation(cfg, run);
+    train::TrainSummary sum;
+    try {
+      sum = train::train_translation(cfg, run);
+    } catch (const std::exception& e) {
+      // the other ranks would wait for this one until their deadline: end them all now, naming this rank
+      if (world && world->ranks().size() > 1) world->abort(e.what(), 1);
+      throw;
+    }
     for (int sig : kStopSignals) std::signal(sig, SIG_DFL);
+    world.reset();  // every rank leaves the job together (MPI_Finalize), rank 0 after its last checkpoint
     // Not 0: a script running `attn train` then decoding (scripts/quickstart.sh)
     // must not carry on as if training had finished. 128 + the signal number,
     // as the shell reports a process killed by it (130 for Ctrl-C, 143 for SIGTERM).

@@ -88,6 +88,17 @@ std::vector<std::vector<int64_t>> Batcher::plan_epoch(uint64_t epoch) const {
   return batches;
 }
 
+int64_t Batcher::target_tokens(const std::vector<int64_t>& indices) const {
+  int64_t n = 0;
+  for (int64_t i : indices) {
+    if (i < 0 || i >= corpus_.size())
+      throw std::invalid_argument("Batcher::target_tokens: index " + std::to_string(i) + " outside [0, " +
+                                  std::to_string(corpus_.size()) + ")");
+    n += int64_t(corpus_.tgt[size_t(i)].size()) + 1;
+  }
+  return n;
+}
+
 Seq2SeqBatch Batcher::make_batch(const std::vector<int64_t>& indices) const {
   const auto& o = options_;
   const int64_t B = int64_t(indices.size());

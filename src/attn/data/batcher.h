@@ -59,6 +59,10 @@ public:
   // with S = longest source, T = longest target among `indices`.
   Seq2SeqBatch make_batch(const std::vector<int64_t>& indices) const;
 
+  // The target tokens the loss counts for the pairs `indices`: each target's
+  // length + 1 (its EOS), what make_batch(indices).targets would give.
+  int64_t target_tokens(const std::vector<int64_t>& indices) const;
+
   // Padded cost of one pair: max(src_len, tgt_len + 1).
   int64_t cost(int64_t index) const;
 

@@ -132,6 +132,9 @@ public:
   data::Seq2SeqBatch make_batch(const std::vector<int64_t>& indices) const override {
     return with_images(batcher_->make_batch(indices), *train_images_);
   }
+  int64_t target_tokens(const std::vector<int64_t>& indices) const override {
+    return batcher_->target_tokens(indices);
+  }
   Validation validate(models::Seq2SeqModel& model) const override;
   std::string describe() const override;
 

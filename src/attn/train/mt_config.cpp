@@ -191,6 +191,8 @@ TrainOptions read_train(const json& j) {
   t.checkpoint_minutes = r.get_double("checkpoint_minutes", t.checkpoint_minutes, 0, 1e9);
   t.checkpoint_every = r.get_int("checkpoint_every", t.checkpoint_every, 0, kMaxCount);
   t.max_nonfinite_steps = r.get_int("max_nonfinite_steps", t.max_nonfinite_steps, 1, kMaxCount);
+  t.dist_timeout_s = r.get_double("dist_timeout_s", t.dist_timeout_s, 0.1, 1e9);
+  t.dist_bucket_mb = r.get_double("dist_bucket_mb", t.dist_bucket_mb, 0.001, 1e6);
   t.metric = r.get_enum<std::string>("metric", t.metric, {{"bleu", "bleu"}, {"perplexity", "perplexity"}});
   t.lr_decay = r.get_double("lr_decay", t.lr_decay, 0, 1);
   t.lr_patience = r.get_int("lr_patience", t.lr_patience, 0, kMaxCount);
@@ -325,6 +327,8 @@ std::string to_json(const TrainConfig& c) {
                 {"checkpoint_minutes", t.checkpoint_minutes},
                 {"checkpoint_every", t.checkpoint_every},
                 {"max_nonfinite_steps", t.max_nonfinite_steps},
+                {"dist_timeout_s", t.dist_timeout_s},
+                {"dist_bucket_mb", t.dist_bucket_mb},
                 {"metric", t.metric},
                 {"lr_decay", t.lr_decay},
                 {"lr_patience", t.lr_patience},

@@ -77,6 +77,11 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;      // also checkpoint every N steps (0: off)
   int64_t max_nonfinite_steps = 5;   // stop the run after this many steps in a row with a NaN/Inf loss or
                                      // gradient norm (each such step is skipped: no update)
+  // Data-parallel runs under mpirun (docs/distributed-training.md); a single process ignores both.
+  double dist_timeout_s = 600;       // a rank that does not reach a step's gradient sum (or the wait on
+                                     // rank 0's validation and checkpoint) within this time ends the job
+  double dist_bucket_mb = 8;         // gradients summed in buckets of about this size, each started as
+                                     // soon as the backward pass has finished its parameters
   std::string metric = "bleu";       // what keep-best, LR decay and early stopping watch: bleu | perplexity
   double lr_decay = 0.5;             // multiply the LR by this when the metric did not improve ...
   int64_t lr_patience = 1;           // ... for this many validations in a row (0: never decay)

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 #include "attn/autograd/node.h"
@@ -15,6 +16,7 @@
 #include "attn/train/caption_task.h"
 #include "attn/train/checkpoint_slot.h"
 #include "attn/train/clip_grad.h"
+#include "attn/train/data_parallel.h"
 #include "attn/train/optim.h"
 #include "attn/train/run_lock.h"
 #include "attn/train/seed.h"
@@ -56,6 +58,40 @@ void check_run_dir(const std::string& out, bool resume) {
     throw std::runtime_error(out + ": holds a checkpoint already; pass --resume to continue it, or use another out_dir");
 }
 
+// A data-parallel run's ranks, or null for a single process (one rank included).
+Collective* ranks_of(const RunOptions& run) {
+  return run.collective && run.collective->size() > 1 ? run.collective : nullptr;
+}
+
+// The run directory's lock: rank 0 alone holds it (the other ranks only read).
+std::optional<RunLock> lock_run_dir(const std::string& dir, const Collective* dist) {
+  if (dist && dist->rank() != 0) return std::nullopt;
+  return std::optional<RunLock>(std::in_place, dir);
+}
+
+// The run's task. In a data-parallel run rank 0 makes it first (training the
+// vocabularies, writing the held-out split) while the others wait, then they
+// load what it wrote, as a resume does.
+std::unique_ptr<TrainingTask> make_run_task(const TrainConfig& cfg, const RunOptions& run, Collective* dist,
+                                            const PrintFn& print) {
+  const TaskFactory& factory = run.make_task                             ? run.make_task
+                               : models::reads_images(cfg.model) ? TaskFactory(make_caption_task)
+                                                                         : TaskFactory(make_translation_task);
+  if (!dist) return factory(cfg, run.resume, print);
+  if (dist->rank() == 0) {
+    std::unique_ptr<TrainingTask> task = factory(cfg, run.resume, print);
+    dist->barrier();
+    return task;
+  }
+  dist->barrier();
+  return factory(cfg, true, print);
+}
+
+// The global batch's target tokens and this rank's share of them.
+struct BatchTokens {
+  double all = 0, mine = 0;
+};
+
 // One training run: the parts built in the order the run needs them.
 class TranslationRun {
 public:
@@ -64,7 +100,13 @@ public:
 
 private:
   std::unique_ptr<models::Seq2SeqModel> build_model() const;
-  StepResult step(const data::Seq2SeqBatch& b);  // one optimizer step, skipped when a figure is non-finite
+  void restore_rank_streams();
+  bool leader() const { return rank_ == 0; }
+  bool clock_says_checkpoint() const;
+  // One optimizer step on this rank's part of the batch (null: an empty
+  // shard), skipped when a figure is non-finite; t0: when the step began.
+  StepResult step(const data::Seq2SeqBatch* b, const BatchTokens& tokens, Clock::time_point t0);
+  bool follow_validation();                  // a rank other than 0: takes rank 0's verdict
   void on_nonfinite(const StepResult& s);         // reports a skipped step; throws after too many in a row
   void log_progress(Window& w, int64_t per_epoch);
   bool validate();                           // true when early stopping triggers
@@ -76,7 +118,9 @@ private:
   const TrainConfig cfg_;
   const TrainOptions& t_;
   const RunOptions& run_;
-  RunLock lock_;  // held for the whole run, before anything in the directory is read or written
+  Collective* const dist_;  // null: a single process
+  const int rank_;
+  std::optional<RunLock> lock_;  // held for the whole run, before anything in the directory is read or written
   const std::string out_;
   const Clock::time_point t0_ = Clock::now();  // wall time of this invocation
   Clock::time_point last_checkpoint_ = Clock::now();
@@ -86,10 +130,13 @@ private:
   const std::string model_json_;
   std::unique_ptr<models::Seq2SeqModel> model_;
   Adam adam_;
+  std::unique_ptr<GradientExchange> exchange_;  // data-parallel only
+  StepFigures agreed_;                          // data-parallel: the last step's figures summed over the ranks
   TrainingState state_;
   models::LossOptions loss_options_;
   std::optional<double> last_bleu_;
   int64_t nonfinite_in_a_row_ = 0;
+  int64_t start_step_ = 0;  // the step this invocation started at
 };
 
 AdamOptions adam_options(const TrainOptions& t) {
@@ -105,13 +152,12 @@ TranslationRun::TranslationRun(const TrainConfig& config, const RunOptions& run)
     : cfg_(config),
       t_(cfg_.train),
       run_(run),
-      lock_(t_.out_dir),
-      out_((check_run_dir(t_.out_dir, run.resume), set_num_threads(t_.threads), t_.out_dir)),
-      log_(out_, run.resume, run.print),
-      task_((run.make_task                                ? run.make_task
-             : models::reads_images(config.model) ? make_caption_task
-                                                  : make_translation_task)(
-          cfg_, run.resume, [this](const std::string& s) { log_.message(s); })),
+      dist_(ranks_of(run)),
+      rank_(dist_ ? dist_->rank() : 0),
+      lock_(lock_run_dir(t_.out_dir, dist_)),
+      out_((leader() ? check_run_dir(t_.out_dir, run.resume) : void(), set_num_threads(t_.threads), t_.out_dir)),
+      log_(leader() ? TrainLog(out_, run.resume, run.print) : TrainLog()),
+      task_(make_run_task(cfg_, run, dist_, [this](const std::string& s) { log_.message(s); })),
       model_config_(task_->model_config(cfg_.model)),
       model_json_(models::to_json(model_config_)),
       model_(build_model()),
@@ -119,8 +165,25 @@ TranslationRun::TranslationRun(const TrainConfig& config, const RunOptions& run)
       state_(run.resume ? TrainingState::restore(newest_checkpoint(), *model_, model_json_, adam_, t_)
                         : TrainingState(t_)) {
   loss_options_.label_smoothing = float(t_.label_smoothing);
-  if (!run.resume) write_file_atomic(out_ + "/train_config.json", to_json(cfg_) + "\n");
+  if (dist_) {
+    exchange_ = std::make_unique<GradientExchange>(adam_.params(), *dist_, int64_t(t_.dist_bucket_mb * (1 << 20)));
+    restore_rank_streams();
+  }
+  if (!run.resume && leader()) write_file_atomic(out_ + "/train_config.json", to_json(cfg_) + "\n");
   print_header();
+}
+
+// A rank other than 0 resumed with rank 0's streams (the checkpoint's
+// module_rngs): it takes its own saved ones instead, or fresh ones derived
+// from the seed, its rank and the step when the checkpoint has none for it
+// (saved by fewer ranks).
+void TranslationRun::restore_rank_streams() {
+  if (!run_.resume || leader()) return;
+  const size_t k = size_t(rank_ - 1);
+  if (k < state_.rank_rngs.size())
+    set_rng_states(*model_, state_.rank_rngs[k], out_ + "/checkpoint: rank " + std::to_string(rank_));
+  else
+    reseed_rank_streams(*model_, t_.seed, rank_, state_.position.step);
 }
 
 std::string TranslationRun::newest_checkpoint() {
@@ -129,13 +192,26 @@ std::string TranslationRun::newest_checkpoint() {
 }
 
 void TranslationRun::checkpoint() {
+  last_checkpoint_ = Clock::now();
+  if (!dist_) {
+    state_.rank_rngs.clear();  // a single process resumed from a data-parallel checkpoint
+  } else {
+    const std::vector<std::string> streams = dist_->gather(rng_states_json(*model_));
+    if (!leader()) return;
+    state_.rank_rngs.assign(streams.begin() + 1, streams.end());
+  }
   state_.save(out_ + "/checkpoint", *model_, model_json_, adam_);
   last_checkpoint_ = Clock::now();
 }
 
+bool TranslationRun::clock_says_checkpoint() const {
+  return t_.checkpoint_minutes > 0 && seconds_since(last_checkpoint_) >= 60 * t_.checkpoint_minutes;
+}
+
 std::unique_ptr<models::Seq2SeqModel> TranslationRun::build_model() const {
-  Rng init = make_rng(t_.seed, "init");
-  const uint64_t dropout_seed = derive_seed(t_.seed, "dropout");
+  Rng init = make_rng(t_.seed, "init");  // the same parameters on every rank
+  // rank 0's dropout is a single process's; each other rank's its own stream
+  const uint64_t dropout_seed = derive_seed(t_.seed, rank_ == 0 ? "dropout" : "dropout.rank" + std::to_string(rank_));
   std::unique_ptr<models::Seq2SeqModel> m = run_.make_model ? run_.make_model(model_config_, init, dropout_seed)
                                                             : models::make_model(model_config_, init, dropout_seed);
   m->train(true);
@@ -147,21 +223,36 @@ void TranslationRun::print_header() const {
   std::snprintf(buf, sizeof buf, "%s %s: %lld parameters | ", run_.resume ? "resuming" : "training",
                 model_config_.type.c_str(), (long long)model_->num_parameters());
   std::string line = buf + task_->describe();
-  std::snprintf(buf, sizeof buf, " | %d threads%s", num_threads(),
+  std::snprintf(buf, sizeof buf, " | %d threads%s%s", num_threads(),
+                dist_ ? (" x " + std::to_string(dist_->size()) + " ranks").c_str() : "",
                 run_.resume ? (" at step " + std::to_string(state_.position.step)).c_str() : "");
   log_.message(line + buf);
 }
 
-StepResult TranslationRun::step(const data::Seq2SeqBatch& b) {
+StepResult TranslationRun::step(const data::Seq2SeqBatch* b, const BatchTokens& tokens, Clock::time_point t0) {
   adam_.zero_grad();
-  Tensor loss = model_->loss(b, loss_options_);
-  // backward and the hook run even for a non-finite loss: a data-parallel hook
-  // may wait for every replica's gradients
-  backward(loss);
+  double loss_v = 0;
+  if (b) {
+    Tensor loss = model_->loss(*b, loss_options_);
+    // backward and the hooks run even for a non-finite loss: the other ranks
+    // wait for this one's gradients
+    if (!exchange_) {
+      backward(loss);
+    } else {  // this rank's mean weighted by its share of the batch's tokens; each bucket summed when done
+      const float share = float(tokens.mine / tokens.all);
+      backward(loss, Tensor::full(loss.shape(), share), [this](const Tensor& p) { exchange_->on_ready(p); });
+    }
+    loss_v = loss.item();
+  }
+  if (exchange_) {
+    exchange_->finish(state_.position.step + 1);
+    const bool stop = run_.stop && run_.stop->load();
+    agreed_ = agree_on_step(*dist_, {loss_v * tokens.mine, seconds_since(t0), stop, leader() && clock_says_checkpoint()});
+    loss_v = agreed_.loss_tokens / tokens.all;  // the batch's mean loss; non-finite on every rank when on one
+  }
   if (run_.after_backward) run_.after_backward(adam_.params());
   // the norm is measured even without clipping (an infinite limit clips nothing)
   const double norm = clip_grad_norm(adam_.params(), t_.clip > 0 ? t_.clip : INFINITY);
-  const double loss_v = loss.item();
   // a non-finite step leaves the parameters and Adam's moments and step count as they were
   if (!std::isfinite(loss_v)) return {loss_v, "loss", loss_v};
   if (!std::isfinite(norm)) return {loss_v, "gradient norm", norm};
@@ -205,7 +296,30 @@ void TranslationRun::log_progress(Window& w, int64_t per_epoch) {
   w = Window{};
 }
 
+// Rank 0's schedule state, learning rate and early-stop verdict after a
+// validation, as the text it broadcasts to the other ranks.
+std::string validation_verdict(const ScheduleState& s, double lr, bool early_stop) {
+  nlohmann::json j;
+  j["schedule"] = s.to_json();
+  j["best_score"] = s.best_score ? nlohmann::json(*s.best_score) : nlohmann::json(nullptr);
+  j["lr"] = lr;
+  j["early_stop"] = early_stop;
+  return j.dump();
+}
+
+bool TranslationRun::follow_validation() {
+  std::string text;
+  dist_->broadcast(text);
+  const nlohmann::json j = nlohmann::json::parse(text);
+  const std::optional<double> best =
+      j["best_score"].is_null() ? std::nullopt : std::optional<double>(j["best_score"].get<double>());
+  state_.schedule = Schedule(t_, ScheduleState::from_json(j["schedule"].get<std::string>(), best));
+  adam_.set_lr(j["lr"].get<double>());
+  return j["early_stop"].get<bool>();
+}
+
 bool TranslationRun::validate() {
+  if (!leader()) return follow_validation();
   const Validation v = task_->validate(*model_);
   last_bleu_ = v.bleu;
   const ValidationVerdict verdict = state_.schedule.on_validation(v, state_.position.step, adam_.lr());
@@ -237,12 +351,16 @@ bool TranslationRun::validate() {
   r.elapsed_s = state_.schedule.state().elapsed_s;
   r.wall_s = seconds_since(t0_);
   log_.validation(r);
+  if (dist_) {
+    std::string text = validation_verdict(state_.schedule.state(), adam_.lr(), verdict.early_stop);
+    dist_->broadcast(text);
+  }
   return verdict.early_stop;
 }
 
 TrainSummary TranslationRun::train() {
   TrainerState& p = state_.position;
-  const int64_t start_step = p.step;
+  const int64_t start_step = start_step_ = p.step;
   double run_tokens = 0, run_s = 0;
   Window window;
   std::vector<std::vector<int64_t>> plan = task_->plan_epoch(uint64_t(p.epoch));
@@ -255,14 +373,21 @@ TrainSummary TranslationRun::train() {
   std::string reason = state_.schedule.budget_reached(p.step, p.epoch);  // a resumed run that had finished
   while (reason.empty()) {
     const auto t0 = Clock::now();
-    const data::Seq2SeqBatch b = task_->make_batch(plan[size_t(p.data_position)]);
-    double ntok = 0;
-    for (const auto& tg : b.targets) ntok += double(tg.size()) + 1;
-    const StepResult s = step(b);
+    const std::vector<int64_t>& batch = plan[size_t(p.data_position)];
+    const std::vector<int64_t> mine = dist_ ? shard_of(batch, rank_, dist_->size()) : batch;
+    std::optional<data::Seq2SeqBatch> b;
+    if (!mine.empty()) b = task_->make_batch(mine);
+    BatchTokens tokens;
+    if (b)
+      for (const auto& tg : b->targets) tokens.mine += double(tg.size()) + 1;
+    tokens.all = dist_ ? double(task_->target_tokens(batch)) : tokens.mine;
+    const double ntok = tokens.all;
+    const StepResult s = step(b ? &*b : nullptr, tokens, t0);
     ++p.step;  // a skipped step still consumes its batch
     ++p.data_position;
     const double dt = seconds_since(t0);
-    state_.schedule.add_training_time(dt);
+    // the ranks' mean, the same on every rank: a time budget stops them together
+    state_.schedule.add_training_time(dist_ ? agreed_.seconds / dist_->size() : dt);
     run_tokens += ntok;
     run_s += dt;
     if (s.nonfinite) {
@@ -285,11 +410,12 @@ TrainSummary TranslationRun::train() {
       if (t_.max_epochs == 0 || p.epoch < t_.max_epochs) plan = task_->plan_epoch(uint64_t(p.epoch));
     }
     if (reason.empty()) reason = state_.schedule.budget_reached(p.step, p.epoch);
-    if (reason.empty() && ((run_.stop_after_steps > 0 && p.step - start_step >= run_.stop_after_steps) ||
-                           (run_.stop && run_.stop->load())))
+    // data-parallel: the signal and the clock as the ranks agreed on them after the step
+    const bool stop = dist_ ? agreed_.stop : run_.stop && run_.stop->load();
+    const bool timed = dist_ ? agreed_.checkpoint : clock_says_checkpoint();
+    if (reason.empty() && ((run_.stop_after_steps > 0 && p.step - start_step >= run_.stop_after_steps) || stop))
       reason = "interrupted";
-    else if (validating || (t_.checkpoint_every > 0 && p.step % t_.checkpoint_every == 0) ||
-             (t_.checkpoint_minutes > 0 && seconds_since(last_checkpoint_) >= 60 * t_.checkpoint_minutes))
+    else if (validating || (t_.checkpoint_every > 0 && p.step % t_.checkpoint_every == 0) || timed)
       checkpoint();
   }
   return finish(reason, run_tokens, run_s);
@@ -313,6 +439,16 @@ TrainSummary TranslationRun::finish(const std::string& reason, double run_tokens
   FinishedRecord r{reason, sum.steps, sum.epoch, s.elapsed_s, seconds_since(t0_), s.best_bleu, s.best_perplexity,
                    sum.tgt_tokens_per_s, run_s};
   log_.finished(r, sum.completed);
+  if (exchange_ && sum.steps > start_step_) {  // how much of the gradient sums the backward pass did not hide
+    const double steps = double(sum.steps - start_step_), wait_ms = 1e3 * exchange_->seconds_waiting() / steps;
+    char b[240];
+    std::snprintf(b, sizeof b,
+                  "gradient sums over %d ranks in %lld buckets: %.2f ms per step waited after the backward pass "
+                  "(%.1f%% of rank 0's %.1f ms step)",
+                  dist_->size(), (long long)exchange_->buckets(), wait_ms, 100 * wait_ms / (1e3 * run_s / steps),
+                  1e3 * run_s / steps);
+    log_.message(b);
+  }
   return sum;
 }
 

@@ -25,6 +25,10 @@
 // Resuming (RunOptions::resume) loads checkpoint/ and continues with the next
 // batch of the same epoch plan: with the same config, seed and thread count,
 // stopping and resuming gives bit-identical parameters to not stopping.
+//
+// Data-parallel (RunOptions::collective, data_parallel.h): every rank runs
+// this same loop on its shard of each batch; the ranks other than 0 read the
+// run directory (vocabularies, checkpoint) and never write it.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -35,6 +39,7 @@
 #include <vector>
 
 #include "attn/models/seq2seq.h"
+#include "attn/train/collective.h"
 #include "attn/train/mt_config.h"
 #include "attn/train/task.h"
 
@@ -59,6 +64,11 @@ struct RunOptions {
   // parameters (their .grad() filled): where e.g. a data-parallel run sums
   // the gradients of its replicas. Default: nothing.
   std::function<void(const nn::NamedTensors& params)> after_backward;
+  // The ranks of a data-parallel run (collective.h; docs/distributed-training.md):
+  // each rank trains on its part of every batch, the gradients are summed over
+  // the ranks before after_backward, rank 0 alone validates, logs and writes
+  // the run directory. Null or one rank: a single process.
+  Collective* collective = nullptr;
 };
 
 struct TrainSummary {

@@ -68,7 +68,9 @@ RunData prepare_run_data(const TrainConfig& cfg, bool resume, const PrintFn& pri
             data::SubwordVocab::load(out + "/vocab.tgt.model"), {}, {}};
   if (d.src_vocab.specials() != d.tgt_vocab.specials())
     throw std::invalid_argument(out + ": vocab.src.model and vocab.tgt.model have different special ids");
-  if (d.corpora.test.size() > 0) {
+  // written when the run starts; a resume (and a data-parallel run's ranks
+  // other than 0, which load what rank 0 wrote as a resume does) leaves them
+  if (!resume && d.corpora.test.size() > 0) {
     data::write_lines(out + "/test.src", d.corpora.test.src);
     data::write_lines(out + "/test.ref", d.corpora.test.tgt);
   }

@@ -40,6 +40,15 @@ public:
   // whatever the model's encoder reads, targets are token ids).
   virtual data::Seq2SeqBatch make_batch(const std::vector<int64_t>& indices) const = 0;
 
+  // The target tokens the loss of make_batch(indices) averages over (each
+  // target's length + 1): a data-parallel run weighs each rank's part of a
+  // batch by them (data_parallel.h). The default makes the batch and counts.
+  virtual int64_t target_tokens(const std::vector<int64_t>& indices) const {
+    int64_t n = 0;
+    for (const auto& t : make_batch(indices).targets) n += int64_t(t.size()) + 1;
+    return n;
+  }
+
   // Validation figures of `model`: it runs in eval mode without autograd and
   // is left in training mode.
   virtual Validation validate(models::Seq2SeqModel& model) const = 0;

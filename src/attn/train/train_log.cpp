@@ -32,7 +32,10 @@ TrainLog::TrainLog(const std::string& out_dir, bool resume, PrintFn print)
   if (!out_) throw std::runtime_error(path_ + ": cannot open for writing");
 }
 
+TrainLog::TrainLog() : print_([](const std::string&) {}) {}
+
 void TrainLog::append(const std::string& json_line) {
+  if (path_.empty()) return;  // a silent log
   errno = 0;
   out_ << json_line << "\n" << std::flush;
   if (!out_) throw std::runtime_error(path_ + ": write failed" + (errno ? std::string(": ") + std::strerror(errno) : ""));

@@ -54,6 +54,9 @@ class TrainLog {
 public:
   // Opens out_dir/log.jsonl, truncated for a new run, appended to when resuming.
   TrainLog(const std::string& out_dir, bool resume, PrintFn print);
+  // A log that prints and writes nothing: the ranks other than 0 of a
+  // data-parallel run (rank 0 alone logs).
+  TrainLog();
 
   void message(const std::string& line) const { print_(line); }  // printed, not logged
   void progress(const ProgressRecord& r);

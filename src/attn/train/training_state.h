@@ -7,6 +7,7 @@
 // was never interrupted.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "attn/nn/module.h"
 #include "attn/train/checkpoint.h"
@@ -19,6 +20,11 @@ struct TrainingState {
   explicit TrainingState(const TrainOptions& options) : schedule(options) {}
   TrainerState position;  // step, epoch, data_position (best_valid_score mirrors the schedule's)
   Schedule schedule;
+  // A data-parallel run (data_parallel.h): the random streams of ranks 1..N-1,
+  // each a JSON object's text {name: state} (rng_states_json), saved in the
+  // trainer state's "extra" beside the schedule; rank 0's are the model's own
+  // "module_rngs". Empty for a single process.
+  std::vector<std::string> rank_rngs;
 
   // Replaces the checkpoint directory `dir` as a whole (checkpoint_slot.h).
   void save(const std::string& dir, const nn::Module& model, const std::string& model_json,

@@ -41,6 +41,10 @@ public:
     return batcher_.make_batch(indices);
   }
 
+  int64_t target_tokens(const std::vector<int64_t>& indices) const override {
+    return batcher_.target_tokens(indices);
+  }
+
   Validation validate(models::Seq2SeqModel& model) const override { return validator_.run(model); }
 
   std::string describe() const override {
