@@ -4,6 +4,8 @@
 // them during the backward pass. (The MPI runs: test_mpi_train.cpp.)
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "attn/autograd/node.h"
 #include "attn/autograd/ops.h"
 #include "attn/train/data_parallel.h"
@@ -109,6 +111,15 @@ TEST(DataParallel, EmptyShardSendsZerosAndReceivesTheSum) {
   ASSERT_EQ(c.started.size(), 1u);
   ASSERT_TRUE(w.grad().defined());
   for (int i = 0; i < 4; ++i) EXPECT_EQ(w.grad().data()[i], 0.0f);
+}
+
+TEST(DataParallel, FingerprintSeesOneBit) {
+  Tensor a = Tensor::full({3, 5}, 0.25f), b = Tensor::full({7}, -1.0f);
+  const uint64_t f = parameter_fingerprint({{"a", a}, {"b", b}});
+  EXPECT_EQ(f, parameter_fingerprint({{"a", a.clone()}, {"b", b.clone()}}));
+  Tensor c = a.clone();
+  c.data()[14] = std::nextafter(0.25f, 1.0f);  // the last element, one ulp
+  EXPECT_NE(f, parameter_fingerprint({{"a", c}, {"b", b}}));
 }
 
 TEST(DataParallel, StepFiguresAreSummedAndFlagsOred) {

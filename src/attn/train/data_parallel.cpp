@@ -124,6 +124,15 @@ void set_rng_states(nn::Module& model, const std::string& json_text, const std::
   }
 }
 
+uint64_t parameter_fingerprint(const nn::NamedTensors& params) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (const auto& [name, t] : params) {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(t.data());
+    for (size_t i = 0, n = size_t(t.numel()) * sizeof(float); i < n; ++i) h = (h ^ bytes[i]) * 0x100000001b3ULL;
+  }
+  return h;
+}
+
 void reseed_rank_streams(nn::Module& model, uint64_t seed, int rank, int64_t step) {
   const uint64_t rank_seed = derive_seed(seed, "dropout.rank" + std::to_string(rank));
   for (const auto& [name, rng] : model.named_rngs())

@@ -89,6 +89,12 @@ StepFigures agree_on_step(Collective& collective, const StepFigures& mine);
 std::string rng_states_json(const nn::Module& model);
 void set_rng_states(nn::Module& model, const std::string& json_text, const std::string& what);
 
+// A fingerprint of the parameters' bytes (FNV-1a, 64 bits): equal on every
+// rank while the replicas hold the same parameters, which the trainer checks
+// at every checkpoint (a sum that rounded differently on one rank, or a bug,
+// would make them drift apart silently).
+uint64_t parameter_fingerprint(const nn::NamedTensors& params);
+
 // Seeds every random stream of rank `rank`'s model afresh from (seed, rank,
 // step): a rank whose saved streams a checkpoint lacks (resumed on more
 // ranks than it was saved from).

@@ -196,9 +196,20 @@ void TranslationRun::checkpoint() {
   if (!dist_) {
     state_.rank_rngs.clear();  // a single process resumed from a data-parallel checkpoint
   } else {
-    const std::vector<std::string> streams = dist_->gather(rng_states_json(*model_));
+    // each rank's streams, and its parameters' fingerprint: the replicas must not have drifted apart
+    const std::vector<std::string> streams =
+        dist_->gather(std::to_string(parameter_fingerprint(adam_.params())) + " " + rng_states_json(*model_));
     if (!leader()) return;
-    state_.rank_rngs.assign(streams.begin() + 1, streams.end());
+    state_.rank_rngs.clear();
+    const std::string mine = streams[0].substr(0, streams[0].find(' '));
+    for (size_t r = 0; r < streams.size(); ++r) {
+      const size_t space = streams[r].find(' ');
+      if (streams[r].substr(0, space) != mine)
+        throw std::runtime_error("after step " + std::to_string(state_.position.step) + ", rank " + std::to_string(r) +
+                                 "'s parameters differ from rank 0's (the replicas drifted apart); the last "
+                                 "checkpoint is untouched");
+      if (r > 0) state_.rank_rngs.push_back(streams[r].substr(space + 1));
+    }
   }
   state_.save(out_ + "/checkpoint", *model_, model_json_, adam_);
   last_checkpoint_ = Clock::now();
