@@ -11,6 +11,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr int kArrivalTag = 28;
+constexpr int kHeartbeatTag = 29;
+constexpr double kHeartbeatS = 1.0;  // a waiting rank's heartbeat period
+
+double now_s() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
 constexpr int kTimeoutExit = 124;  // as timeout(1)
 
 int checked_count(int64_t n, const char* what) {
@@ -28,6 +32,11 @@ MpiCollective::MpiCollective(MPI_Comm comm, double timeout_s) : timeout_s_(timeo
   for (int r = 0; r < size_; ++r)
     if (r != rank_ && (rank_ == 0 || r == 0)) peers_.push_back(r);
   arrivals_.resize(peers_.size());
+  heartbeats_.resize(peers_.size());
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    heartbeats_[i].heard_s = now_s();
+    MPI_Irecv(&heartbeats_[i].in, 1, MPI_INT64_T, peers_[i], kHeartbeatTag, comm_, &heartbeats_[i].recv);
+  }
 }
 
 MpiCollective::~MpiCollective() {
@@ -37,6 +46,13 @@ MpiCollective::~MpiCollective() {
       MPI_Wait(&a.send, MPI_STATUS_IGNORE);
       MPI_Wait(&a.recv, MPI_STATUS_IGNORE);
     }
+  // heartbeats are 8 bytes, sent eagerly: a send completes whether or not its
+  // peer still listens, and the receive still posted is withdrawn
+  for (Heartbeat& h : heartbeats_) {
+    MPI_Wait(&h.send, MPI_STATUS_IGNORE);
+    MPI_Cancel(&h.recv);
+    MPI_Wait(&h.recv, MPI_STATUS_IGNORE);
+  }
   MPI_Comm_free(&comm_);
 }
 
@@ -135,21 +151,50 @@ void MpiCollective::wait(std::vector<MPI_Request>& reqs) {
     int done = 0;
     MPI_Testall(int(reqs.size()), reqs.data(), &done, MPI_STATUSES_IGNORE);
     if (done) break;
+    heartbeat();
     if (Clock::now() > deadline) timed_out();
     std::this_thread::yield();
   }
   reqs.clear();
 }
 
+void MpiCollective::heartbeat() {
+  const double t = now_s();
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    Heartbeat& h = heartbeats_[i];
+    int heard = 0;
+    MPI_Test(&h.recv, &heard, MPI_STATUS_IGNORE);
+    if (heard) {
+      h.heard_s = t;
+      MPI_Irecv(&h.in, 1, MPI_INT64_T, peers_[i], kHeartbeatTag, comm_, &h.recv);
+    }
+  }
+  if (t - last_beat_s_ < kHeartbeatS) return;
+  last_beat_s_ = t;
+  for (size_t i = 0; i < peers_.size(); ++i) {
+    Heartbeat& h = heartbeats_[i];
+    int sent = 0;
+    MPI_Test(&h.send, &sent, MPI_STATUS_IGNORE);
+    if (!sent) continue;  // the last one has not left: this peer is not listening
+    h.out = op_;
+    MPI_Isend(&h.out, 1, MPI_INT64_T, peers_[i], kHeartbeatTag, comm_, &h.send);
+  }
+}
+
 void MpiCollective::timed_out() {
-  std::string missing;
-  for (size_t i = 0; i < peers_.size(); ++i)
+  std::string missing, silent;
+  const double t = now_s();
+  for (size_t i = 0; i < peers_.size(); ++i) {
     for (Arrival& a : arrivals_[i]) {
       if (a.op != op_) continue;
       int heard = 0;
       MPI_Test(&a.recv, &heard, MPI_STATUS_IGNORE);
       if (!heard) missing += (missing.empty() ? "rank " : ", rank ") + std::to_string(peers_[i]);
     }
+    // arrived, then silent for 3 heartbeat periods: stopped inside the operation
+    if (t - heartbeats_[i].heard_s > 3 * kHeartbeatS)
+      silent += (silent.empty() ? "rank " : ", rank ") + std::to_string(peers_[i]);
+  }
   const double limit = rank_ == 0 ? timeout_s_ : timeout_s_ * 1.1 + 2;
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.3g", limit);
@@ -157,6 +202,9 @@ void MpiCollective::timed_out() {
                     " (train.dist_timeout_s): ";
   if (!missing.empty())
     msg += missing + " did not arrive (dead, stopped or hung)";
+  else if (!silent.empty())
+    msg += silent + " arrived, then sent no heartbeat for over " + std::to_string(int(3 * kHeartbeatS)) +
+           " s (stopped or hung inside the operation)";
   else if (rank_ == 0)
     msg += "every rank arrived but the operation did not complete";
   else

@@ -7,8 +7,11 @@
 // Arrivals: before each collective operation every rank tells rank 0, and
 // rank 0 tells every rank, that it got there (one small message each way per
 // rank and operation); so rank 0 names the ranks missing from an operation,
-// and another rank names rank 0 when rank 0 is missing. The ranks other than
-// 0 wait 10% + 2 s longer, so that rank 0, when alive, reports first.
+// and another rank names rank 0 when rank 0 is missing. Heartbeats: while a
+// rank waits it sends the same peers a message every second, so a rank that
+// arrived and then stopped inside the operation is named by its silence. The
+// ranks other than 0 wait 10% + 2 s longer, so that rank 0, when alive,
+// reports first.
 #pragma once
 #include <mpi.h>
 
@@ -48,6 +51,14 @@ private:
   // ends the job naming the operation and the ranks that did not arrive at it.
   void wait(std::vector<MPI_Request>& reqs);
   [[noreturn]] void timed_out();
+  void heartbeat();  // sends one to each peer (when its last one left) and records those heard
+
+  // A peer's heartbeat messages: one receive always posted, one send at a time.
+  struct Heartbeat {
+    int64_t in = 0, out = 0;  // message buffers
+    MPI_Request recv = MPI_REQUEST_NULL, send = MPI_REQUEST_NULL;
+    double heard_s = 0;       // when the last one arrived (seconds on this rank's clock)
+  };
 
   MPI_Comm comm_;
   int rank_ = 0, size_ = 1;
@@ -58,6 +69,8 @@ private:
   std::vector<MPI_Request> sums_;   // started gradient sums
   std::vector<int> peers_;          // rank 0: every other rank; another rank: rank 0
   std::vector<std::deque<Arrival>> arrivals_;  // [peers_] messages not yet complete, oldest first
+  std::vector<Heartbeat> heartbeats_;          // [peers_]
+  double last_beat_s_ = 0;                     // when this rank last sent heartbeats
 };
 
 }  // namespace attn::dist
