@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "train_test_util.h"  // spawn_command
+
 namespace attn::testing {
 
 // Starts mpirun with N ranks of `attn train --config cfg extra...`, stdout and
@@ -30,19 +32,7 @@ inline pid_t spawn_mpirun(int ranks, const std::string& cfg, const std::vector<s
   for (const std::string& a : {std::string(ATTN_BINARY_DIR) + "/attn", std::string("train"), std::string("--config"), cfg})
     args.push_back(a);
   args.insert(args.end(), extra.begin(), extra.end());
-  std::fflush(stdout);  // else the child inherits, and prints again, what the parent has not flushed
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    FILE* f = std::freopen(output.c_str(), "w", stdout);
-    (void)f;
-    ::dup2(::fileno(stdout), 2);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  return pid;
+  return spawn_command(std::move(args), output);
 }
 
 // The pid of rank `rank` among mpirun's children (from /proc: the child

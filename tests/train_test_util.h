@@ -105,13 +105,12 @@ inline CommandResult run_attn(const std::string& args, const std::string& dir, c
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(out), slurp(err)};
 }
 
-// Starts `attn train --config cfg extra...` with stdout and stderr to
-// `output`; returns its pid (wait for it with wait_exit). `before_exec` runs
-// in the child first (e.g. to set a resource limit).
-inline pid_t spawn_train(const std::string& cfg, const std::vector<std::string>& extra, const std::string& output,
-                         const std::function<void()>& before_exec = {}) {
-  std::vector<std::string> args = {std::string(ATTN_BINARY_DIR) + "/attn", "train", "--config", cfg};
-  args.insert(args.end(), extra.begin(), extra.end());
+// Starts the program args[0] with args (an absolute path: no PATH search),
+// stdout and stderr to `output`; returns its pid (wait for it with
+// wait_exit). `before_exec` runs in the child first (e.g. to set a resource limit).
+inline pid_t spawn_command(std::vector<std::string> args, const std::string& output,
+                           const std::function<void()>& before_exec = {}) {
+  std::fflush(stdout);  // else the child inherits, and prints again, what the parent has not flushed
   pid_t pid = ::fork();
   if (pid == 0) {
     std::vector<char*> argv;
@@ -125,6 +124,14 @@ inline pid_t spawn_train(const std::string& cfg, const std::vector<std::string>&
     ::_exit(127);
   }
   return pid;
+}
+
+// Starts `attn train --config cfg extra...` through spawn_command.
+inline pid_t spawn_train(const std::string& cfg, const std::vector<std::string>& extra, const std::string& output,
+                         const std::function<void()>& before_exec = {}) {
+  std::vector<std::string> args = {std::string(ATTN_BINARY_DIR) + "/attn", "train", "--config", cfg};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return spawn_command(std::move(args), output, before_exec);
 }
 
 // Exit code of `pid` (-signal when killed by a signal).
