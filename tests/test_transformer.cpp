@@ -358,6 +358,30 @@ TEST(Transformer, InverseSquareRootWarmup) {
   EXPECT_FALSE(train::Schedule(t).scheduled_lr(5).has_value());
 }
 
+TEST(Transformer, WarmupThenLinearDecayToZero) {
+  train::TrainOptions t;
+  t.lr = 1e-3, t.warmup_steps = 500, t.decay_steps = 2500, t.lr_patience = 0;
+  const train::Schedule s(t);
+  EXPECT_NEAR(*s.scheduled_lr(250), 5e-4, 1e-12);
+  EXPECT_NEAR(*s.scheduled_lr(500), 1e-3, 1e-12);
+  EXPECT_NEAR(*s.scheduled_lr(1500), 5e-4, 1e-12);
+  EXPECT_NEAR(*s.scheduled_lr(2000), 2.5e-4, 1e-12);
+  EXPECT_EQ(*s.scheduled_lr(2500), 0.0);
+  EXPECT_EQ(*s.scheduled_lr(4000), 0.0);
+  // The config refuses a decay that does not follow a warm-up, naming the key.
+  const std::string base =
+      "data: {train_src: a, train_tgt: b, valid_src: c, valid_tgt: d}\ntrain: {out_dir: /tmp/x, lr_patience: 0, ";
+  EXPECT_NO_THROW(train::parse_train_config(base + "warmup_steps: 500, decay_steps: 2500}"));
+  for (const char* bad : {"warmup_steps: 0, decay_steps: 2500}", "warmup_steps: 500, decay_steps: 500}"}) {
+    try {
+      train::parse_train_config(base + bad);
+      ADD_FAILURE() << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("train.decay_steps"), std::string::npos) << e.what();
+    }
+  }
+}
+
 // `attn average` on a Transformer's files: every tensor (the shared embedding
 // table once, the per-layer projections, the norms) is the mean of the two
 // models', the result loads into the kind by name and decodes.

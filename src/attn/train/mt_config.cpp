@@ -180,6 +180,7 @@ TrainOptions read_train(const json& j) {
   t.beta2 = r.get_double("beta2", t.beta2, 0, 1);
   t.adam_eps = r.get_double("adam_eps", t.adam_eps, 0, 1);
   t.warmup_steps = r.get_int("warmup_steps", t.warmup_steps, 0, kMaxCount);
+  t.decay_steps = r.get_int("decay_steps", t.decay_steps, 0, kMaxCount);
   t.weight_decay = r.get_double("weight_decay", t.weight_decay, 0, 10);
   t.clip = r.get_double("clip", t.clip, 0, 1e9);
   t.label_smoothing = r.get_double("label_smoothing", t.label_smoothing, 0, 1);
@@ -223,6 +224,8 @@ TrainOptions read_train(const json& j) {
   need(t.adam_eps > 0, "adam_eps must be > 0");
   need(t.warmup_steps == 0 || t.lr_patience == 0,
        "lr_patience must be 0 with warmup_steps > 0 (the inverse-square-root schedule sets the LR at every step)");
+  need(t.decay_steps == 0 || (t.warmup_steps > 0 && t.decay_steps > t.warmup_steps),
+       "decay_steps must be 0, or above warmup_steps (> 0): the linear decay follows the warm-up");
   need(t.valid_beam >= 1 && t.valid_batch_sentences >= 1, "valid_beam and valid_batch_sentences must be >= 1");
   return t;
 }
@@ -316,6 +319,7 @@ std::string to_json(const TrainConfig& c) {
                 {"beta2", t.beta2},
                 {"adam_eps", t.adam_eps},
                 {"warmup_steps", t.warmup_steps},
+                {"decay_steps", t.decay_steps},
                 {"weight_decay", t.weight_decay},
                 {"clip", t.clip},
                 {"label_smoothing", t.label_smoothing},

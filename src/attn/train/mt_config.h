@@ -65,6 +65,9 @@ struct TrainOptions {
   int64_t warmup_steps = 0;          // > 0: the inverse-square-root schedule (Vaswani et al. 2017, sec. 5.3):
                                      // lr * step / warmup_steps up to warmup_steps, then lr * sqrt(warmup_steps / step)
                                      // (lr is the peak; needs lr_patience 0). 0: lr constant but for the plateau decay
+  int64_t decay_steps = 0;           // with warmup_steps: > warmup_steps replaces the inverse square root by a
+                                     // straight line from lr down to 0 at step decay_steps (0 after it), for a
+                                     // run of a known budget; 0: the inverse square root
   double weight_decay = 0;           // Adam L2
   double clip = 1.0;                 // global gradient-norm clip (0: off)
   double label_smoothing = 0.1;      // cross-entropy label smoothing

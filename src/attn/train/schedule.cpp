@@ -46,7 +46,9 @@ ScheduleState ScheduleState::from_json(const std::string& text, std::optional<do
 std::optional<double> Schedule::scheduled_lr(int64_t step) const {
   if (t_.warmup_steps <= 0) return std::nullopt;
   const double s = double(std::max<int64_t>(step, 1)), w = double(t_.warmup_steps);
-  return s <= w ? t_.lr * s / w : t_.lr * std::sqrt(w / s);
+  if (s <= w) return t_.lr * s / w;
+  if (t_.decay_steps > 0) return t_.lr * std::max(0.0, (double(t_.decay_steps) - s) / (double(t_.decay_steps) - w));
+  return t_.lr * std::sqrt(w / s);
 }
 
 ValidationVerdict Schedule::on_validation(const Validation& v, int64_t step, double lr) {

@@ -58,8 +58,9 @@ public:
   // The learning rate of optimizer step `step` (1-based) when the schedule
   // sets it: with warmup_steps W > 0, lr * step / W for step <= W, then
   // lr * sqrt(W / step) (the inverse-square-root warm-up, Vaswani et al. 2017,
-  // sec. 5.3, with lr the peak); nullopt without (the LR is what the plateau
-  // decay of on_validation left).
+  // sec. 5.3, with lr the peak), or with decay_steps D > W the straight line
+  // lr * (D - step) / (D - W), 0 from D on; nullopt without warm-up (the LR is
+  // what the plateau decay of on_validation left).
   std::optional<double> scheduled_lr(int64_t step) const;
 
   // Adds a training step's seconds to the budget.
