@@ -29,6 +29,37 @@ ATTN_GRADCHECK_CASE({"unbind", "[4, 2, 3] -> 4 x [2, 3], reassembled with weight
                        return concat({rows[2], affine(rows[0], 2.0f), mul(rows[3], rows[0])}, 0);
                      }});
 
+// lengths 3, 0 (an empty sentence) and 2 of a batch padded to 4: 5 rows
+ATTN_GRADCHECK_CASE({"pack_padded", "[3, 4, 2] -> [5, 2], lengths 3, 0, 2", {{3, 4, 2}}, [](const T& x) {
+                       return pack_padded(x[0], padded_rows({3, 0, 2}, 4));
+                     }});
+ATTN_GRADCHECK_CASE({"unpack_padded", "[5, 2] -> [3, 4, 2], lengths 3, 0, 2", {{5, 2}}, [](const T& x) {
+                       return unpack_padded(x[0], padded_rows({3, 0, 2}, 4));
+                     }});
+
+TEST(PaddedRows, PackKeepsRealPositionsAndUnpackZerosThePadding) {
+  const PaddedRows r = padded_rows({3, 0, 2}, 4);
+  EXPECT_EQ(r.count(), 5);
+  Tensor x = Tensor::empty({3, 4, 2});
+  for (int64_t i = 0; i < x.numel(); ++i) x.data()[i] = float(i + 1);
+  const Tensor rows = pack_padded(x, r);
+  ASSERT_EQ(rows.shape(), Shape({5, 2}));
+  // sentence 0's positions 0..2, then sentence 2's positions 0..1
+  const std::vector<float> want = {1, 2, 3, 4, 5, 6, 17, 18, 19, 20};
+  for (int64_t i = 0; i < 10; ++i) EXPECT_EQ(rows.data()[i], want[size_t(i)]) << i;
+  const Tensor back = unpack_padded(rows, r);
+  ASSERT_EQ(back.shape(), x.shape());
+  for (int64_t b = 0; b < 3; ++b)
+    for (int64_t j = 0; j < 4; ++j)
+      for (int64_t c = 0; c < 2; ++c) {
+        const int64_t i = (b * 4 + j) * 2 + c;
+        EXPECT_EQ(back.data()[i], j < r.lengths[size_t(b)] ? x.data()[i] : 0.0f) << b << " " << j;
+      }
+  EXPECT_THROW(padded_rows({5}, 4), std::invalid_argument);
+  EXPECT_THROW(pack_padded(Tensor::zeros({2, 4, 2}), r), std::invalid_argument);
+  EXPECT_THROW(unpack_padded(Tensor::zeros({4, 2}), r), std::invalid_argument);
+}
+
 Tensor targets_with_padding(int64_t N, int64_t V) {
   Tensor t = Tensor::empty({N});
   for (int64_t i = 0; i < N; ++i) t.data()[i] = i % 4 == 3 ? 0.0f : float((i * 7 + 1) % V);  // every 4th row: pad (0)

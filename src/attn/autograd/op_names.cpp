@@ -14,7 +14,7 @@ const std::vector<std::string>& op_names() {
       "embedding", "dropout", "dropout_hashed", "layer_norm", "cross_entropy",
       "gru", "lstm",
       "sdpa_fused", "sdpa_fused_packed", "sdpa_fused_cross", "additive_step", "additive_scores",
-      "unbind", "output_cross_entropy", "rnnsearch_decoder", "luong_decoder",
+      "unbind", "pack_padded", "unpack_padded", "output_cross_entropy", "rnnsearch_decoder", "luong_decoder",
       "conv2d", "max_pool2d", "group_norm",
   };
   return names;

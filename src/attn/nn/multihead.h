@@ -5,6 +5,7 @@
 // hd = E / H head size. Batch-first: x [B, L, E].
 #pragma once
 #include "attn/attention/attention.h"
+#include "attn/autograd/ops_sequence.h"
 #include "attn/nn/module.h"
 #include "attn/tensor/random.h"
 
@@ -41,10 +42,26 @@ public:
   attention::AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                      const attention::Mask& mask = {}, bool need_weights = false) const;
 
+  // The same on the real positions of padded batches as rows (autograd/ops_sequence.h),
+  // always through the fused kernel: the projections and W_O run over the rows,
+  // the heads over the padded form (rows unpacked, the context packed again).
+  // Self-attention: x [N, E], the rows of `rows` -> [N, E]; key j visible to
+  // query i when j < its sentence's length (and j <= i when causal).
+  Tensor self_attention_rows(const Tensor& x, const PaddedRows& rows, bool causal) const;
+  // Cross-attention: x [Nq, E] (rows of q_rows), memory [Nk, E] (rows of
+  // m_rows, the same B sentences) -> [Nq, E]; keys past each memory length hidden.
+  Tensor cross_attention_rows(const Tensor& x, const PaddedRows& q_rows, const Tensor& memory,
+                              const PaddedRows& m_rows) const;
+
   MultiHeadAttentionOptions options;
   Tensor in_proj_weight, in_proj_bias, out_proj_weight, out_proj_bias;  // biases undefined without bias
 
 private:
+  // The fused kernel's options for `mask` (the attention dropout's seed drawn in training mode).
+  attention::FusedOptions fused_options(const attention::Mask& mask) const;
+  // in_proj rows [part E, (part + parts) E) applied to x [..., E] -> [..., parts E]: one GEMM
+  Tensor project(const Tensor& x, int part, int parts) const;
+
   Rng* rng_;  // the layer's own dropout stream (named_rngs(): "dropout_rng")
 };
 

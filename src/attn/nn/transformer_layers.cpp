@@ -43,6 +43,26 @@ Tensor residual(bool norm_first, const Tensor& x, const LayerNorm& norm, const H
   return norm.forward(add(x, drop.forward(f(x))));
 }
 
+// An encoder layer's branches around `attend` (x -> self-attention's output), padded or rows.
+template <class Attend>
+Tensor encoder_branches(const TransformerEncoderLayer& l, const Tensor& x, Attend&& attend) {
+  const TransformerLayerOptions& o = l.options;
+  Tensor h = residual(o.norm_first, x, *l.norm1, *l.dropout1, attend);
+  return residual(o.norm_first, h, *l.norm2, *l.dropout2,
+                  [&](const Tensor& in) { return feed_forward(in, *l.linear1, *l.linear2, o.activation, *l.dropout); });
+}
+
+// A decoder layer's branches around `self_attend` and `cross_attend`, padded or rows.
+template <class SelfAttend, class CrossAttend>
+Tensor decoder_branches(const TransformerDecoderLayer& l, const Tensor& x, SelfAttend&& self_attend,
+                        CrossAttend&& cross_attend) {
+  const TransformerLayerOptions& o = l.options;
+  Tensor h = residual(o.norm_first, x, *l.norm1, *l.dropout1, self_attend);
+  h = residual(o.norm_first, h, *l.norm2, *l.dropout2, cross_attend);
+  return residual(o.norm_first, h, *l.norm3, *l.dropout3,
+                  [&](const Tensor& in) { return feed_forward(in, *l.linear1, *l.linear2, o.activation, *l.dropout); });
+}
+
 std::shared_ptr<LayerNorm> make_norm(const TransformerLayerOptions& o) { return std::make_shared<LayerNorm>(o.d_model, o.layer_norm_eps); }
 
 }  // namespace
@@ -65,13 +85,15 @@ Tensor TransformerEncoderLayer::forward(const Tensor& x, const Tensor& lengths, 
   check_input("TransformerEncoderLayer", "x", x, options.d_model, lengths);
   attention::Mask mask;
   mask.key_lengths = lengths;
-  Tensor h = residual(options.norm_first, x, *norm1, *dropout1, [&](const Tensor& in) {
+  return encoder_branches(*this, x, [&](const Tensor& in) {
     attention::AttentionOutput a = self_attn->forward(in, in, in, mask, weights != nullptr);
     if (weights) weights->self_attn = a.weights;
     return a.context;
   });
-  return residual(options.norm_first, h, *norm2, *dropout2,
-                  [&](const Tensor& in) { return feed_forward(in, *linear1, *linear2, options.activation, *dropout); });
+}
+
+Tensor TransformerEncoderLayer::forward_rows(const Tensor& x, const PaddedRows& rows) const {
+  return encoder_branches(*this, x, [&](const Tensor& in) { return self_attn->self_attention_rows(in, rows, false); });
 }
 
 TransformerDecoderLayer::TransformerDecoderLayer(const TransformerLayerOptions& opt, Rng& rng) : options(opt) {
@@ -102,18 +124,25 @@ Tensor TransformerDecoderLayer::forward(const Tensor& x, const Tensor& memory, c
   self_mask.key_lengths = target_lengths;
   memory_mask.key_lengths = memory_lengths;
   const bool w = weights != nullptr;
-  Tensor h = residual(options.norm_first, x, *norm1, *dropout1, [&](const Tensor& in) {
-    attention::AttentionOutput a = self_attn->forward(in, in, in, self_mask, w);
-    if (w) weights->self_attn = a.weights;
-    return a.context;
-  });
-  h = residual(options.norm_first, h, *norm2, *dropout2, [&](const Tensor& in) {
-    attention::AttentionOutput a = multihead_attn->forward(in, memory, memory, memory_mask, w);
-    if (w) weights->multihead_attn = a.weights;
-    return a.context;
-  });
-  return residual(options.norm_first, h, *norm3, *dropout3,
-                  [&](const Tensor& in) { return feed_forward(in, *linear1, *linear2, options.activation, *dropout); });
+  return decoder_branches(
+      *this, x,
+      [&](const Tensor& in) {
+        attention::AttentionOutput a = self_attn->forward(in, in, in, self_mask, w);
+        if (w) weights->self_attn = a.weights;
+        return a.context;
+      },
+      [&](const Tensor& in) {
+        attention::AttentionOutput a = multihead_attn->forward(in, memory, memory, memory_mask, w);
+        if (w) weights->multihead_attn = a.weights;
+        return a.context;
+      });
+}
+
+Tensor TransformerDecoderLayer::forward_rows(const Tensor& x, const PaddedRows& t_rows, const Tensor& memory,
+                                             const PaddedRows& m_rows) const {
+  return decoder_branches(
+      *this, x, [&](const Tensor& in) { return self_attn->self_attention_rows(in, t_rows, true); },
+      [&](const Tensor& in) { return multihead_attn->cross_attention_rows(in, t_rows, memory, m_rows); });
 }
 
 }  // namespace attn::nn

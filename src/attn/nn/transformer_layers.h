@@ -71,6 +71,9 @@ public:
   // padding; undefined: none) -> [B, S, E]. Padding positions get outputs too
   // (they attend over the real keys); a model ignores them.
   Tensor forward(const Tensor& x, const Tensor& lengths = Tensor(), TransformerLayerWeights* weights = nullptr) const;
+  // The same on the real positions alone: x [N, E], the rows of `rows`
+  // (autograd/ops_sequence.h) -> [N, E]; nothing is computed for padding.
+  Tensor forward_rows(const Tensor& x, const PaddedRows& rows) const;
 
   TransformerLayerOptions options;
   std::shared_ptr<MultiHeadAttention> self_attn;
@@ -94,6 +97,9 @@ public:
   // sees positions j <= i.
   Tensor forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths = Tensor(),
                  const Tensor& target_lengths = Tensor(), TransformerLayerWeights* weights = nullptr) const;
+  // The same on the real positions alone: x [Nt, E] (rows of t_rows), memory
+  // [Ns, E] (rows of m_rows, the same sentences) -> [Nt, E].
+  Tensor forward_rows(const Tensor& x, const PaddedRows& t_rows, const Tensor& memory, const PaddedRows& m_rows) const;
 
   TransformerLayerOptions options;
   std::shared_ptr<MultiHeadAttention> self_attn, multihead_attn;

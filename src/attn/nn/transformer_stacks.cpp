@@ -26,6 +26,12 @@ Tensor TransformerEncoder::forward(const Tensor& x, const Tensor& lengths, std::
   return norm ? norm->forward(h) : h;
 }
 
+Tensor TransformerEncoder::forward_rows(const Tensor& x, const PaddedRows& rows) const {
+  Tensor h = x;
+  for (const auto& layer : layers) h = layer->forward_rows(h, rows);
+  return norm ? norm->forward(h) : h;
+}
+
 TransformerDecoder::TransformerDecoder(const TransformerStackOptions& opt, Rng& rng) : options(opt) {
   check_layers("TransformerDecoder", opt.num_layers);
   for (int64_t i = 0; i < opt.num_layers; ++i) layers.push_back(std::make_shared<TransformerDecoderLayer>(opt.layer, rng));
@@ -39,6 +45,13 @@ Tensor TransformerDecoder::forward(const Tensor& x, const Tensor& memory, const 
   Tensor h = x;
   for (size_t i = 0; i < layers.size(); ++i)
     h = layers[i]->forward(h, memory, memory_lengths, target_lengths, weights ? &(*weights)[i] : nullptr);
+  return norm ? norm->forward(h) : h;
+}
+
+Tensor TransformerDecoder::forward_rows(const Tensor& x, const PaddedRows& t_rows, const Tensor& memory,
+                                        const PaddedRows& m_rows) const {
+  Tensor h = x;
+  for (const auto& layer : layers) h = layer->forward_rows(h, t_rows, memory, m_rows);
   return norm ? norm->forward(h) : h;
 }
 

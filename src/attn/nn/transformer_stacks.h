@@ -34,6 +34,8 @@ public:
   // the memory [B, S, E]. weights: when given, one entry per layer (self_attn set).
   Tensor forward(const Tensor& x, const Tensor& lengths = Tensor(),
                  std::vector<TransformerLayerWeights>* weights = nullptr) const;
+  // The same on the real positions alone: x [N, E], the rows of `rows` -> [N, E].
+  Tensor forward_rows(const Tensor& x, const PaddedRows& rows) const;
 
   TransformerStackOptions options;
   std::vector<std::shared_ptr<TransformerEncoderLayer>> layers;
@@ -49,6 +51,9 @@ public:
   // [B, T, E], before the output projection. weights: one entry per layer.
   Tensor forward(const Tensor& x, const Tensor& memory, const Tensor& memory_lengths = Tensor(),
                  const Tensor& target_lengths = Tensor(), std::vector<TransformerLayerWeights>* weights = nullptr) const;
+  // The same on the real positions alone: x [Nt, E] (rows of t_rows), memory
+  // [Ns, E] (rows of m_rows, the same sentences) -> [Nt, E].
+  Tensor forward_rows(const Tensor& x, const PaddedRows& t_rows, const Tensor& memory, const PaddedRows& m_rows) const;
 
   TransformerStackOptions options;
   std::vector<std::shared_ptr<TransformerDecoderLayer>> layers;

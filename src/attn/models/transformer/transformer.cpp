@@ -87,27 +87,26 @@ Tensor Transformer::embed(const Tensor& ids, bool target, int64_t start) const {
   return src_learned_ ? src_learned_->forward(x, start) : src_sin_->forward(x, start);
 }
 
-Tensor Transformer::run_encoder(const Tensor& src, const Tensor& lengths) const {
-  return encoder_->forward(embed(src, false), lengths);
+Tensor Transformer::encode_rows(const Tensor& src, const PaddedRows& rows) const {
+  return encoder_->forward_rows(pack_padded(embed(src, false), rows), rows);
 }
 
 Encoded Transformer::encode(const Tensor& src, const std::vector<int64_t>& lengths) const {
   detail::check_source("transformer encode", src, lengths, config_.src_vocab);
   const int64_t B = src.size(0), S = src.size(1), E = config_.embed, H = cfg_.heads, hd = E / H;
+  const PaddedRows rows = padded_rows(lengths, S);
   Encoded e;
-  e.memory.lengths() = detail::lengths_tensor(lengths);
-  Tensor keep = Tensor::zeros({B, S, 1});  // zeros past each length
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t j = 0; j < lengths[size_t(b)]; ++j) keep.data()[b * S + j] = 1.0f;
-  e.memory.values() = mul(run_encoder(src, e.memory.lengths()), keep);
+  e.memory.lengths() = rows.lengths_tensor;
+  const Tensor memory = encode_rows(src, rows);        // [N, E]
+  e.memory.values() = unpack_padded(memory, rows);     // [B, S, E], zeros past each length
   {
-    NoGradGuard no_grad;  // the searches' per-sentence keys and values, head-split: [B, H, S, hd]
-    const Tensor values = e.memory.values().detach();
+    NoGradGuard no_grad;  // the searches' per-sentence keys and values, head-split: [B, H, S, hd] (zeros at padding)
+    const Tensor values = memory.detach();
     for (size_t l = 0; l < decoder_->layers.size(); ++l) {
       const nn::MultiHeadAttention& a = *decoder_->layers[l]->multihead_attn;
       for (int which = 1; which <= 2; ++which) {
         Tensor w = a.in_proj_weight.narrow0(which * E, E), bias = a.in_proj_bias.defined() ? a.in_proj_bias.narrow0(which * E, E) : Tensor();
-        Tensor kv = permute(reshape(linear(values, w, bias), {B, S, H, hd}), {0, 2, 1, 3});
+        Tensor kv = permute(reshape(unpack_padded(linear(values, w, bias), rows), {B, S, H, hd}), {0, 2, 1, 3});
         e.memory[(which == 1 ? "cross_k." : "cross_v.") + std::to_string(l)] = kv;
       }
     }
@@ -188,15 +187,27 @@ StepOutput Transformer::step(const EncoderMemory& memory, const DecoderState& st
 }
 
 Tensor Transformer::forced_features(const data::Seq2SeqBatch& b) const {
-  Tensor lengths = detail::lengths_tensor(b.src_lengths);
-  Tensor memory = run_encoder(b.src, lengths);  // [B, S, E]
-  if (!b.src_rows.empty()) {                     // examples that share a source read its row
-    memory = select_rows(memory, b.src_rows);
-    lengths = select_rows(lengths, b.src_rows);
+  const PaddedRows src_rows = padded_rows(b.src_lengths, b.src.size(1));
+  Tensor memory = encode_rows(b.src, src_rows);  // [Ns, E]
+  PaddedRows memory_rows = src_rows;
+  if (!b.src_rows.empty()) {  // examples that share a source read its positions
+    std::vector<int64_t> lengths;
+    for (int64_t r : b.src_rows) lengths.push_back(b.src_lengths.at(size_t(r)));
+    memory_rows = padded_rows(lengths, src_rows.L);
+    memory = pack_padded(select_rows(unpack_padded(memory, src_rows), b.src_rows), memory_rows);
   }
   const int64_t B = b.tgt_in.size(0), T = b.tgt_in.size(1), E = config_.embed;
-  Tensor h = decoder_->forward(embed(b.tgt_in, true), memory, lengths);  // [B, T, E]
-  return reshape(transpose(h, 0, 1), {T * B, E});
+  // bos + target: as many positions as tgt_out's non-padding (all T without tgt_out)
+  std::vector<int64_t> tgt_lengths(size_t(B), b.tgt_out.defined() ? 0 : T);
+  if (b.tgt_out.defined()) {
+    if (b.tgt_out.numel() != B * T)
+      throw std::invalid_argument("transformer: tgt_out " + b.tgt_out.shape().str() + " for tgt_in " + b.tgt_in.shape().str());
+    for (int64_t i = 0; i < B; ++i)
+      for (int64_t t = 0; t < T; ++t) tgt_lengths[size_t(i)] += b.tgt_out.data()[i * T + t] != float(config_.specials.pad);
+  }
+  const PaddedRows tgt_rows = padded_rows(tgt_lengths, T);
+  Tensor h = decoder_->forward_rows(pack_padded(embed(b.tgt_in, true), tgt_rows), tgt_rows, memory, memory_rows);
+  return reshape(transpose(unpack_padded(h, tgt_rows), 0, 1), {T * B, E});  // padding rows zero
 }
 
 std::shared_ptr<const PreparedDecoder> Transformer::prepare_decoder(int64_t max_rows,

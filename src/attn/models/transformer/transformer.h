@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "attn/autograd/ops_sequence.h"
 #include "attn/models/seq2seq.h"
 #include "attn/models/transformer/transformer_config.h"
 #include "attn/nn/layers.h"
@@ -64,7 +65,8 @@ public:
   // src [B, S], lengths [B] -> the map's weights [B, S, S] (the encoder run again with its weights).
   Tensor encoder_attention(const Tensor& src, const std::vector<int64_t>& lengths,
                            const std::string& name) const override;
-  // b.tgt_in [B, T] -> [T * B, E] time-major: the decoder over all positions at once (causal, fused attention).
+  // b.tgt_in [B, T] -> [T * B, E] time-major: the decoder over all real positions at once (causal,
+  // fused attention; tgt_out's padding, when given, is skipped and its rows are zeros).
   Tensor forced_features(const data::Seq2SeqBatch& b) const override;
   OutputLayer output_layer() const override { return {out_w_, out_b_}; }
   // The cached search decoder (transformer_search.h). Throws std::logic_error in training mode.
@@ -89,8 +91,8 @@ public:
   Tensor embed(const Tensor& ids, bool target, int64_t start = 0) const;
 
 private:
-  // src [B, S], lengths [B] -> the encoder's output [B, S, E] (padding rows not zeroed)
-  Tensor run_encoder(const Tensor& src, const Tensor& lengths) const;
+  // src [B, S] -> the encoder's output on the real positions [N, E] (the rows of `rows`)
+  Tensor encode_rows(const Tensor& src, const PaddedRows& rows) const;
 
   const TransformerConfig& cfg_;  // config_'s section
   std::shared_ptr<nn::Embedding> src_embed_, tgt_embed_;  // the same module when tied: all

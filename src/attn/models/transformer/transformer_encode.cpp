@@ -7,6 +7,7 @@
 
 #include "attn/attention/attention.h"
 #include "attn/autograd/node.h"
+#include "attn/autograd/ops_sequence.h"
 #include "attn/autograd/ops.h"
 #include "attn/models/model_parts.h"
 #include "attn/models/transformer/transformer.h"
@@ -15,15 +16,16 @@
 namespace attn::models {
 namespace {
 
-// x [B S, E] -> the layer's output [B S, E]; f holds the key lengths and 1 / sqrt(hd)
+// x [N, E] (the real positions, rows of `rows`) -> the layer's output [N, E];
+// f holds the key lengths and 1 / sqrt(hd)
 Tensor encoder_layer(const nn::TransformerEncoderLayer& l, const PreparedEncoderLayer& w, nn::StepInput& in,
-                     const Tensor& x, int64_t B, int64_t S, const attention::FusedOptions& f) {
-  const int64_t E = x.size(1), H = l.options.nhead;
+                     const Tensor& x, const PaddedRows& rows, const attention::FusedOptions& f) {
+  const int64_t H = l.options.nhead;
   const auto act = l.options.activation == Activation::GELU ? kernels::activation::Kind::GELU
                                                                : kernels::activation::Kind::ReLU;
   auto attend = [&](const Tensor& h) {
-    const Tensor qkv = reshape(apply(w.qkv, in, h), {B, S, 3 * E});
-    return apply(w.out, in, reshape(attention::sdpa_fused_packed(qkv, H, f), {B * S, E}));
+    const Tensor qkv = unpack_padded(apply(w.qkv, in, h), rows);  // [B, S, 3E]
+    return apply(w.out, in, pack_padded(attention::sdpa_fused_packed(qkv, H, f), rows));
   };
   auto ff = [&](const Tensor& h) { return apply(w.ff2, in, apply(w.ff1, in, h, &act)); };
   if (l.options.norm_first) {
@@ -44,24 +46,23 @@ Encoded encode_prepared(const Transformer& model, const TransformerPrepared& p, 
     throw std::invalid_argument("transformer encode: the prepared weights hold no encoder of this transformer");
   NoGradGuard no_grad;
   const int64_t B = src.size(0), S = src.size(1), E = model.config().embed, H = model.section().heads, hd = E / H;
+  const PaddedRows rows = padded_rows(lengths, S);
   Encoded e;
-  e.memory.lengths() = detail::lengths_tensor(lengths);
+  e.memory.lengths() = rows.lengths_tensor;
   attention::FusedOptions f;
   f.mask.key_lengths = e.memory.lengths();
   f.scale = 1.0f / std::sqrt(float(hd));
   nn::StepInput in;
-  Tensor x = reshape(model.embed(src, false), {B * S, E});
-  for (size_t l = 0; l < enc.layers.size(); ++l) x = encoder_layer(*enc.layers[l], p.encoder[l], in, x, B, S, f);
+  Tensor x = pack_padded(model.embed(src, false), rows);  // [N, E]: padding never computed
+  for (size_t l = 0; l < enc.layers.size(); ++l) x = encoder_layer(*enc.layers[l], p.encoder[l], in, x, rows, f);
   if (enc.norm) x = enc.norm->forward(x);
-  for (int64_t b = 0; b < B; ++b)  // zeros past each length, as encode()'s
-    std::fill(x.data() + (b * S + lengths[size_t(b)]) * E, x.data() + (b + 1) * S * E, 0.0f);
-  for (size_t l = 0; l < p.cross_kv.size(); ++l) {  // [B S, 2E] -> keys and values [B, H, S, hd]
-    const Tensor kv = apply(p.cross_kv[l], in, x);
+  for (size_t l = 0; l < p.cross_kv.size(); ++l) {  // [N, 2E] -> keys and values [B, H, S, hd], zeros at padding
+    const Tensor kv = unpack_padded(apply(p.cross_kv[l], in, x), rows);
     for (int which = 0; which < 2; ++which)
       e.memory[(which == 0 ? "cross_k." : "cross_v.") + std::to_string(l)] =
-          permute(reshape(slice(kv, 1, which * E, E), {B, S, H, hd}), {0, 2, 1, 3});
+          permute(reshape(slice(kv, 2, which * E, E), {B, S, H, hd}), {0, 2, 1, 3});
   }
-  e.memory.values() = reshape(x, {B, S, E});
+  e.memory.values() = unpack_padded(x, rows);  // [B, S, E], zeros past each length, as encode()'s
   e.state.set("prefix", Tensor::zeros({B, model.section().max_positions}));
   return e;
 }
