@@ -1,9 +1,10 @@
 // Beam search written out over the full distribution, for one sentence: the
 // rules search.h states (every (hypothesis, token) ranked by score, then the
 // token's log p, then row, then id; an EOS among the top K ranks completes a
-// hypothesis, the first K other candidates continue; done when the best
-// candidate is EOS and n-best are complete, or at the length limit, where the
-// live hypotheses join the finished ones). The caller's step function
+// hypothesis, the first K other candidates continue; done when K hypotheses
+// are complete (BeamStop::Complete) or when the best candidate is EOS and
+// n-best are complete (TopEnded), or at the length limit, where the live
+// hypotheses join the finished ones). The caller's step function
 // computes each live hypothesis' next-token distribution however it likes
 // (test_decode.cpp: step() on a state gathered by parent; test_decoder_state.cpp:
 // the whole prefix recomputed), so the searches' bookkeeping is compared
@@ -102,8 +103,10 @@ inline std::vector<decode::Hypothesis> reference_beam(int64_t V, int eos, int64_
       parents.push_back(c[rank].row);
     }
     const bool top_ended = c[0].token == eos;
-    if ((top_ended && int64_t(done.size()) >= o.nbest) || t + 1 >= limit || next.empty()) {
-      if (!top_ended)
+    const bool by_rule = o.stop == decode::BeamStop::Complete ? int64_t(done.size()) >= K
+                                                               : top_ended && int64_t(done.size()) >= o.nbest;
+    if (by_rule || t + 1 >= limit || next.empty()) {
+      if (o.stop == decode::BeamStop::Complete ? !by_rule : !top_ended)
         for (auto& h : next) finalize(h), done.push_back(h);
       std::stable_sort(done.begin(), done.end(), [](const auto& x, const auto& y) { return x.score > y.score; });
       done.resize(std::min(done.size(), size_t(o.nbest)));

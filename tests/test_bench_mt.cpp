@@ -116,12 +116,12 @@ TEST(MtFlops, ProductListsHoldEveryProductButAttentionsScores) {
       for (int l = 0; l < d.dec_layers; ++l) train.gemm(6, 2 * d.E, d.E);
       train.decoder(7, 7, 6);
     }
-    EXPECT_DOUBLE_EQ(flops_of(bench::transformer_train_products(d, 4, 6, 7)), 3 * train.total);
+    EXPECT_DOUBLE_EQ(flops_of(bench::transformer_train_products(d, 4 * 6, 4 * 7)), 3 * train.total);
     step.decoder(5, 1, 1);  // one step of 5 rows
     EXPECT_DOUBLE_EQ(flops_of(bench::transformer_step_products(d, 5)), step.total);
   }
   // a backward product has its forward's size in another order: dA [m, k] = dC [m, n] B^T, dB [k, n] = A^T dC
-  const auto p = bench::transformer_train_products(tiny, 1, 1, 1);
+  const auto p = bench::transformer_train_products(tiny, 1, 1);
   EXPECT_EQ(p[1].m, p[0].m);
   EXPECT_EQ(p[1].n, p[0].k);
   EXPECT_EQ(p[2].m, p[0].k);

@@ -121,10 +121,13 @@ std::vector<decode::Hypothesis> reference_beam(const models::Seq2SeqModel& m, co
 TEST_P(Search, BeamMatchesFullVocabularyReference) {
   auto m = make(GetParam(), 6);
   Sources s = random_sources(8, 26, m->config().src_vocab);
+  for (decode::BeamStop stop : {decode::BeamStop::Complete, decode::BeamStop::TopEnded})
   for (int beam : {2, 4}) {
+    SCOPED_TRACE(decode::beam_stop_name(stop));
     decode::SearchOptions o;
     o.beam = beam;
-    o.nbest = beam;
+    o.nbest = stop == decode::BeamStop::Complete ? beam : 1;
+    o.stop = stop;
     o.alignments = false;
     auto got = decode::beam_search(*m, s.src, s.lengths, o);
     int finished = 0;

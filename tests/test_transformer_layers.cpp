@@ -303,6 +303,43 @@ TEST(TransformerDropout, HashedPatternRateAndGradient) {
   EXPECT_THROW(dropout_hashed(x, 1.0f, 1), std::invalid_argument);
 }
 
+// The layers on the real positions alone (forward_rows, what the Transformer
+// model trains with) equal the padded layers at every real position, with the
+// same gradients for the inputs and every parameter (the padded loss weighs its
+// padding by 0), pre- and post-norm, an encoder under a decoder.
+TEST(TransformerLayers, RowsFormEqualsPaddedForm) {
+  for (bool pre : {true, false}) {
+    SCOPED_TRACE(pre ? "pre-norm" : "post-norm");
+    Rng rng(12);
+    const nn::TransformerStackOptions o(nn::TransformerLayerOptions(16, 4).set_dim_feedforward(24).set_dropout(0.0f).set_norm_first(pre), 2);
+    nn::TransformerEncoder enc(o, rng);
+    nn::TransformerDecoder dec(o, rng);
+    const PaddedRows src = padded_rows({9, 4, 1}, 9), tgt = padded_rows({7, 3, 5}, 7);
+    const Tensor x0 = randn({3, 7, 16}, rng), m0 = randn({3, 9, 16}, rng);
+    const Tensor r = unpack_padded(pack_padded(randn({3, 7, 16}, rng), tgt), tgt);  // 0 at the padding
+    Tensor x = x0.clone().set_requires_grad(), m = m0.clone().set_requires_grad();
+    const Tensor y = dec.forward(x, enc.forward(m, src.lengths_tensor), src.lengths_tensor, tgt.lengths_tensor);
+    backward(sum_all(mul(y, r)));
+    std::vector<Tensor> padded_grads;  // encoder's parameters, then the decoder's
+    for (nn::Module* mod : {static_cast<nn::Module*>(&enc), static_cast<nn::Module*>(&dec)})
+      for (auto& [name, p] : mod->named_parameters()) {
+        padded_grads.push_back(p.grad().clone());
+        p.zero_grad();
+      }
+
+    Tensor xr = x0.clone().set_requires_grad(), mr = m0.clone().set_requires_grad();
+    const Tensor yr = dec.forward_rows(pack_padded(xr, tgt), tgt, enc.forward_rows(pack_padded(mr, src), src), src);
+    ASSERT_EQ(yr.shape(), (Shape{15, 16}));
+    backward(sum_all(mul(yr, pack_padded(r, tgt))));
+    EXPECT_CLOSE(unpack_padded(yr, tgt), mul(y, unpack_padded(pack_padded(Tensor::ones({3, 7, 16}), tgt), tgt)), 1e-5, "output");
+    EXPECT_CLOSE(xr.grad(), x.grad(), 1e-4, "g_x");
+    EXPECT_CLOSE(mr.grad(), m.grad(), 1e-4, "g_memory");
+    size_t i = 0;
+    for (nn::Module* mod : {static_cast<nn::Module*>(&enc), static_cast<nn::Module*>(&dec)})
+      for (auto& [name, p] : mod->named_parameters()) EXPECT_CLOSE(p.grad(), padded_grads[i++], 1e-4, "g." + name);
+  }
+}
+
 // Asking for the weights (attn explain) takes the materialising path: the same
 // output as the fused one, per-head weights [B, H, Lq, Lk] whose rows sum to 1
 // over the visible keys and are 0 on the hidden ones (causal, source padding).

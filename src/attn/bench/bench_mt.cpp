@@ -324,9 +324,10 @@ void bench_mt_train(const BenchOptions& opt, const std::vector<std::string>& sha
       const models::ModelConfig c = shape(name);
       // the step's largest product: the output layer over the batch's target tokens
       const double at_shape = sgemm_line(j["tgt_tokens"].get<int64_t>(), c.tgt_vocab, c.embed, "train output layer", opt);
-      const int64_t S = max_length(batch, opt);
-      const double products =
-          sgemm_products_line(transformer_train_products(*transformer_dims(c), batch, S, S + 1), "train step", opt);
+      int64_t Ns = 0;  // the tokens the layers compute (the real positions of each side)
+      for (int64_t L : lengths_of(batch, opt)) Ns += L;
+      const double products = sgemm_products_line(transformer_train_products(*transformer_dims(c), Ns, Ns + batch),
+                                                  "train step", opt);
       emit_rates(j, peer, "tgt_tokens_per_s", {square_sgemm(square, opt), at_shape, products});
     }
 }

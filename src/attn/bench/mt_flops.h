@@ -28,7 +28,9 @@
 // not attention's scores, which the fused kernels compute) are also listed by
 // shape, so that the bench can time them alone through the same BLAS: the rate
 // a step made only of its own products would reach (the ceiling of its fraction
-// of the sgemm rate). Listed on the padded shapes the step computes.
+// of the sgemm rate). Listed on the shapes the step computes: the Transformer
+// runs its layers on the real positions alone (autograd/ops_sequence.h), so
+// over each side's token count.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -94,12 +96,12 @@ inline std::vector<Product> transformer_products(const TransformerDims& d, int64
   return p;
 }
 
-// A training step's products over a batch padded to [B, S] sources and [B, T]
-// targets: each forward product and its two backward ones (dA = dC B^T: [m, n] x
-// [n, k]; dB = A^T dC: [k, m] x [m, n]).
-inline std::vector<Product> transformer_train_products(const TransformerDims& d, int64_t B, int64_t S, int64_t T) {
+// A training step's products over Ns source and Nt target tokens (the real
+// positions the layers compute): each forward product and its two backward
+// ones (dA = dC B^T: [m, n] x [n, k]; dB = A^T dC: [k, m] x [m, n]).
+inline std::vector<Product> transformer_train_products(const TransformerDims& d, int64_t Ns, int64_t Nt) {
   std::vector<Product> out;
-  for (const Product& f : transformer_products(d, B * S, B * T, true))
+  for (const Product& f : transformer_products(d, Ns, Nt, true))
     out.insert(out.end(), {f, {f.m, f.k, f.n, f.count}, {f.k, f.n, f.m, f.count}});
   return out;
 }

@@ -57,6 +57,7 @@ struct Opts {
   std::string compute = "fp32";  // --compute
   ShortlistChoice shortlist;     // --shortlist ...
   double length_penalty = 1.0, max_len_ratio = 2.0;
+  std::string beam_stop = "complete";
   int64_t batch = 64, chunk = 2000, max_src_pieces = 250;
   std::string long_lines = "truncate";
 };
@@ -147,6 +148,11 @@ void add_options(CLI::App& cmd, Opts& o) {
       ->capture_default_str()
       ->check(CLI::Range(1, kMaxBeam));
   cmd.add_option("--length-penalty", o.length_penalty, "score = log p / length^alpha")->capture_default_str();
+  cmd.add_option("--beam-stop", o.beam_stop,
+                 "a sentence's beam search ends when: complete (K hypotheses ended, fairseq) or top-ended (the best "
+                 "extension is EOS, OpenNMT: sooner, shorter translations)")
+      ->check(CLI::IsMember({"complete", "top-ended"}))
+      ->capture_default_str();
   cmd.add_option("--max-len-ratio", o.max_len_ratio, "at most ratio * source length + 5 target pieces")
       ->capture_default_str();
   cmd.add_option("--alignments", o.alignments, "soft (JSON weight matrices) or hard (i-j word pairs)")
@@ -203,6 +209,7 @@ void add_translate_command(CLI::App& app) {
     to.search.beam = o->beam;
     to.search.nbest = o->nbest;
     to.search.length_penalty = o->length_penalty;
+    to.search.stop = decode::beam_stop(o->beam_stop);
     to.search.max_len_ratio = o->max_len_ratio;
     to.search.alignments = !o->alignments.empty() || !o->heatmaps.empty() || !o->attention_stats.empty();
     to.search.attention_map = map;

@@ -195,10 +195,10 @@ std::vector<Hypothesis> extend(const std::vector<Candidate>& cands, const std::v
 }
 
 // A sentence's result: its finished hypotheses (with the live ones, unfinished,
-// when the search stopped at the length limit), the n-best by score.
-SearchResult end_sentence(std::vector<Hypothesis>& finished, std::vector<Hypothesis>& live, bool top_ended,
+// when the search stopped at the length limit: join_live), the n-best by score.
+SearchResult end_sentence(std::vector<Hypothesis>& finished, std::vector<Hypothesis>& live, bool join_live,
                           const SearchOptions& o, int64_t src_len) {
-  if (!top_ended)  // the length limit: live beams end unfinished and compete too
+  if (join_live)  // the length limit: live beams end unfinished and compete too
     for (Hypothesis& h : live) {
       finalize(h, o.length_penalty);
       finished.push_back(std::move(h));
@@ -213,6 +213,14 @@ SearchResult end_sentence(std::vector<Hypothesis>& finished, std::vector<Hypothe
 }
 
 }  // namespace
+
+BeamStop beam_stop(const std::string& name) {
+  if (name == "complete") return BeamStop::Complete;
+  if (name == "top-ended") return BeamStop::TopEnded;
+  throw std::invalid_argument("beam stop '" + name + "': expects complete or top-ended");
+}
+
+const char* beam_stop_name(BeamStop s) { return s == BeamStop::Complete ? "complete" : "top-ended"; }
 
 std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const Tensor& src,
                                       const std::vector<int64_t>& lengths, const SearchOptions& o) {
@@ -255,13 +263,17 @@ std::vector<SearchResult> beam_search(const models::Seq2SeqModel& model, const T
       r0 = r1;
       std::vector<int64_t> cont_parents;
       std::vector<Hypothesis> cont = extend(cands, beams, out, o, ids.eos, src_len, finished[size_t(b)], cont_parents);
-      // Done when the best extension of this step ends the sentence (OpenNMT's
-      // rule: weaker hypotheses that end early do not stop the search while
-      // the top beam is still going) and n-best are complete, or at the limit.
+      // Done when K hypotheses are complete (fairseq), or when the best
+      // extension of this step ends the sentence and n-best are complete
+      // (OpenNMT: weaker hypotheses that end early do not stop the search
+      // while the top beam is still going); else at the limit.
+      const int64_t complete = int64_t(finished[size_t(b)].size());
       const bool top_ended = !cands.empty() && cands[0].token == ids.eos;
+      const bool by_rule = o.stop == BeamStop::Complete ? complete >= K : top_ended && complete >= o.nbest;
       const bool at_limit = step + 1 >= max_steps(o, src_len);
-      if ((top_ended && int64_t(finished[size_t(b)].size()) >= o.nbest) || at_limit || cont.empty()) {
-        results[size_t(b)] = end_sentence(finished[size_t(b)], cont, top_ended, o, src_len);
+      if (by_rule || at_limit || cont.empty()) {
+        const bool join_live = o.stop == BeamStop::Complete ? !by_rule : !top_ended;
+        results[size_t(b)] = end_sentence(finished[size_t(b)], cont, join_live, o, src_len);
         continue;
       }
       // the live continuations (fewer than K only with a tiny vocabulary) become the sentence's rows

@@ -18,10 +18,13 @@
 // score = log_prob / length^length_penalty with length = tokens + 1 (EOS) for a
 // finished hypothesis (fairseq's lenpen; 0 = raw sum). Beam search ranks
 // partial hypotheses by log_prob and finished ones by score. An extension to
-// EOS among a step's top K completes a hypothesis; a sentence is done when
-// the step's best extension is EOS (and nbest hypotheses are complete) or at
-// the length limit, where its live beams join the finished ones. At beam 1
-// this is exactly greedy search.
+// EOS among a step's top K completes a hypothesis; a sentence is done
+// (SearchOptions::stop) when K hypotheses are complete (fairseq's rule, the
+// default) or when the step's best extension is EOS and nbest hypotheses are
+// complete (OpenNMT's: sooner, but it favours short hypotheses, since a
+// partial's raw log_prob only falls, and the length penalty then has little to
+// choose from), or at the length limit, where its live beams join the
+// finished ones. At beam 1 both are exactly greedy search.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -33,8 +36,18 @@
 
 namespace attn::decode {
 
+// When beam search ends a sentence (see the file comment).
+enum class BeamStop {
+  Complete,  // K hypotheses complete (fairseq)
+  TopEnded,  // the step's best extension is EOS and nbest hypotheses complete (OpenNMT)
+};
+// "complete" / "top-ended" (std::invalid_argument naming both otherwise), and back.
+BeamStop beam_stop(const std::string& name);
+const char* beam_stop_name(BeamStop s);
+
 struct SearchOptions {
   int beam = 1;                  // K: hypotheses kept per sentence (1 = greedy)
+  BeamStop stop = BeamStop::Complete;
   int nbest = 1;                 // hypotheses returned per sentence, best first (<= beam)
   double length_penalty = 1.0;   // alpha in score = log_prob / length^alpha (0: raw log-probability)
   double max_len_ratio = 2.0;    // at most max_len_ratio * src_len + max_len_offset steps (EOS included)
