@@ -25,7 +25,8 @@ MatmulDims matmul_dims(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   if (Ka != Kb)
     throw std::invalid_argument("matmul: inner sizes differ: " + a.shape().str() + (ta ? "^T" : "") + " x " +
                                 b.shape().str() + (tb ? "^T" : ""));
-  m.batch = a.numel() / (a.size(-1) * a.size(-2) ? a.size(-1) * a.size(-2) : 1);
+  const int64_t matrix = a.size(-1) * a.size(-2);  // one [.., m, k] matrix (0 for an empty one)
+  m.batch = a.numel() / (matrix != 0 ? matrix : 1);
   if (rb > 2) {
     bool same = ra == rb;
     for (int i = 0; same && i < ra - 2; ++i) same = a.shape()[i] == b.shape()[i];
