@@ -16,6 +16,13 @@
 
 namespace attn::testing {
 
+// Row i of a step's answer for k tokens a row, as log p by token id [V] (0 for tokens not given).
+inline std::vector<double> log_probs_by_token(const models::StepTop& top, int64_t i, int64_t k, int64_t V) {
+  std::vector<double> lp(static_cast<size_t>(V));
+  for (int64_t j = 0; j < k; ++j) lp[size_t(top.tokens[size_t(i * k + j)])] = top.log_probs[size_t(i * k + j)];
+  return lp;
+}
+
 // Steps `ref` and `dec` T times from `initial` (the rows' states; each decoder
 // starts its own copy), both asked for all V tokens of each of the N = rows.size()
 // rows and fed ref's best token; returns the largest |log p_dec - log p_ref|
@@ -30,8 +37,7 @@ inline double max_log_prob_gap(models::StepDecoder& ref, models::StepDecoder& de
     const models::StepTop want = ref.step(rows, s_ref, prev, V, t);  // a copy: the next call reuses it
     const models::StepTop& got = dec.step(rows, s, prev, V, t);
     for (int64_t i = 0; i < N; ++i) {
-      std::vector<double> lp(static_cast<size_t>(V));
-      for (int64_t j = 0; j < V; ++j) lp[size_t(got.tokens[size_t(i * V + j)])] = got.log_probs[size_t(i * V + j)];
+      const std::vector<double> lp = log_probs_by_token(got, i, V, V);
       for (int64_t j = 0; j < V; ++j)
         gap = std::max(gap, std::fabs(lp[size_t(want.tokens[size_t(i * V + j)])] -
                                       double(want.log_probs[size_t(i * V + j)])));
@@ -56,8 +62,7 @@ inline double max_renormalised_gap(models::StepDecoder& full, models::StepDecode
     const models::StepTop want = full.step(rows, s_full, prev, V, t);  // a copy: the next call reuses it
     const models::StepTop& got = part.step(rows, s_part, prev, n, t);
     for (int64_t i = 0; i < N; ++i) {
-      std::vector<double> lp(static_cast<size_t>(V));
-      for (int64_t j = 0; j < V; ++j) lp[size_t(want.tokens[size_t(i * V + j)])] = want.log_probs[size_t(i * V + j)];
+      const std::vector<double> lp = log_probs_by_token(want, i, V, V);
       double sum = 0;
       for (int id : list) sum += std::exp(lp[size_t(id)]);
       std::set<int> seen;

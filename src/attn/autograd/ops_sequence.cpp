@@ -69,13 +69,12 @@ void copy_positions(const PaddedRows& r, int64_t c, const float* from, float* to
   const int64_t B = r.batch();
 #pragma omp parallel for schedule(static) if (r.count() * c >= (int64_t(1) << 16))
   for (int64_t b = 0; b < B; ++b) {
-    const int64_t n = r.lengths[size_t(b)];
-    float* padded_out = to + b * r.L * c;
+    const int64_t n = r.lengths[size_t(b)], padded = b * r.L * c, rows = r.starts[size_t(b)] * c;
     if (to_rows) {
-      std::memcpy(to + r.starts[size_t(b)] * c, from + b * r.L * c, size_t(n * c) * sizeof(float));
+      std::memcpy(to + rows, from + padded, size_t(n * c) * sizeof(float));
     } else {
-      std::memcpy(padded_out, from + r.starts[size_t(b)] * c, size_t(n * c) * sizeof(float));
-      std::memset(padded_out + n * c, 0, size_t((r.L - n) * c) * sizeof(float));
+      std::memcpy(to + padded, from + rows, size_t(n * c) * sizeof(float));
+      std::memset(to + padded + n * c, 0, size_t((r.L - n) * c) * sizeof(float));
     }
   }
 }
