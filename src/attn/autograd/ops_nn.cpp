@@ -7,6 +7,7 @@
 
 #include "attn/autograd/ops.h"
 #include "attn/cpu/threading.h"
+#include "attn/kernels/layer_norm.h"
 #include "attn/tensor/kernels.h"
 
 namespace attn {
@@ -50,27 +51,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& w, const Tensor& b, float eps) 
   Tensor rstd = Tensor::empty(Shape{rows});
   const float *px = x.data(), *pw = w.data(), *pb = b.data();
   float *po = out.data(), *ph = xhat.data(), *pr = rstd.data();
+  constexpr int64_t kRows = 16;  // rows per call
 #pragma omp parallel for if (x.numel() > kParallelGrain)
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = px + r * n;
-    // double: the variance of a row with a large mean cancels. The sums vectorised
-    // (8 partial sums, then added): a sum in order was a chain of dependent adds,
-    // 5.7% of an int8 Transformer search (perf, 2026-11-27)
-    double mu = 0, var = 0;
-#pragma omp simd reduction(+ : mu)
-    for (int64_t i = 0; i < n; ++i) mu += xr[i];
-    mu /= double(n);
-#pragma omp simd reduction(+ : var)
-    for (int64_t i = 0; i < n; ++i) var += (xr[i] - mu) * (xr[i] - mu);
-    var /= double(n);
-    float rs = float(1.0 / std::sqrt(var + double(eps)));
-    pr[r] = rs;
-    for (int64_t i = 0; i < n; ++i) {
-      float h = float((xr[i] - mu) * rs);
-      ph[r * n + i] = h;
-      po[r * n + i] = h * pw[i] + pb[i];
-    }
-  }
+  for (int64_t r0 = 0; r0 < rows; r0 += kRows)
+    kernels::norm::layer_norm_rows(px + r0 * n, std::min(kRows, rows - r0), n, pw, pb, eps, po + r0 * n, ph + r0 * n,
+                                   pr + r0);
   autograd::record("layer_norm", {x, w, b}, out,
                    [xhat, rstd, w = w.detach(), n, rows](const std::vector<Tensor>& d) -> std::vector<Tensor> {
                      Tensor dx = Tensor::empty(xhat.shape()), dw = Tensor::empty(w.shape()), db = Tensor::empty(w.shape());

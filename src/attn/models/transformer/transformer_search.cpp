@@ -14,7 +14,9 @@
 #include "attn/autograd/ops.h"
 #include "attn/cpu/threading.h"
 #include "attn/kernels/activation.h"
-#include "attn/kernels/luong_rows.h"
+#include "attn/kernels/layer_norm.h"
+#include "attn/kernels/mha_rows.h"
+#include "attn/kernels/tile_epilogue.h"
 #include "attn/models/step_logits.h"
 #include "attn/models/step_packing.h"
 #include "attn/models/transformer/transformer.h"
@@ -26,26 +28,19 @@ namespace {
 
 std::string cache_name(const char* what, size_t l) { return std::string(what) + "." + std::to_string(l); }
 
-// One head's attention for one query: q [hd] (already scaled) over keys /
-// values [n, hd] (rows contiguous, or position j at keys / values + offsets[j]
-// when offsets is given) -> p [n] the weights, ctx [hd] their sum of values
-// (the vectorised row kernel Luong's dot score also uses).
-void attend(const float* q, const float* keys, const float* values, const int64_t* offsets, int64_t n, int64_t hd,
-            float* p, float* ctx) {
-  models::luong_kernels::DotAttend a;
-  a.K = hd, a.Dv = hd, a.S = n, a.lo = 0, a.hi = n;
-  a.q = q, a.keys = keys, a.values = values, a.offsets = offsets, a.a = p, a.w = p, a.c = ctx;
-  models::luong_kernels::dot_attend(a);
-}
-
 class TransformerStepDecoder final : public StepDecoder {
 public:
   TransformerStepDecoder(std::shared_ptr<const TransformerPrepared> p, const EncoderMemory& memory)
       : p_(std::move(p)), m_(*p_->model), memory_(memory), logits_(&p_->y, p_->b_y.data(), p_->w_y) {
     const TransformerConfig& s = m_.section();
     E_ = m_.config().embed, H_ = s.heads, hd_ = E_ / H_, L_ = s.decoder_layers, V_ = m_.config().tgt_vocab;
+    F_ = m_.decoder_stack().layers.front()->linear1->weight.size(0);
     B_ = memory_.lengths().size(0), S_ = memory_.values().size(1);
     for (int64_t b = 0; b < B_; ++b) len_.push_back(int64_t(memory_.lengths().data()[b]));
+    for (int64_t l = 0; l < L_; ++l) {
+      cross_k_.push_back(memory_.get(cache_name("cross_k", size_t(l))).data());
+      cross_v_.push_back(memory_.get(cache_name("cross_v", size_t(l))).data());
+    }
   }
 
   DecoderState start(const DecoderState& initial, int64_t max_rows, int64_t max_steps) override {
@@ -79,23 +74,31 @@ public:
   void restrict_vocabulary(const std::vector<int>& tokens) override { logits_.restrict(tokens); }
 
 private:
-  // x [N, E] -> x after decoder layer l (pre- or post-norm residuals)
-  Tensor layer(int64_t l, const Tensor& x, DecoderState& state, const std::vector<int64_t>& rows, int64_t t);
-  // h [N, E] (normed) -> self-attention's output [N, E]; position t appended to the cache
-  Tensor self_attention(int64_t l, const Tensor& h, DecoderState& state, int64_t t);
-  // h [N, E] (normed) -> cross-attention's output [N, E]; the reported map written when l is its layer
-  Tensor cross_attention(int64_t l, const Tensor& h, const std::vector<int64_t>& rows);
-  // Row i's slot of position t is i; offsets_ [N, t + 1] <- where each row's
-  // positions 0..t lie in the caches (floats from a cache's start, head 0).
-  void locate_positions(DecoderState& state, int64_t N, int64_t t);
-  bool parallel(int64_t N, int64_t keys) const { return num_threads() > 1 && N * H_ * keys * hd_ >= (int64_t(1) << 15); }
+  using Into = kernels::epilogue::Into;
+
+  // The phases of a step, called by every thread of its parallel region (each
+  // an omp for, which ends in a barrier). N rows, buffers of reserve(N).
+  void locate_and_embed(DecoderState& state, const std::vector<int>& prev, int64_t N, int64_t t);
+  // out [N, E] = norm(x) of the rows
+  void norm_rows(const nn::LayerNorm& n, const float* x, float* out, int64_t N);
+  // c [N, p.out] (row stride ldc) from x [N, p.in]: x W^T + b as `into` says, then GELU when `gelu`
+  void product(const PreparedLinear& p, const float* x, int64_t N, float* c, int64_t ldc, Into into,
+               bool gelu = false);
+  // qkv_ [N, 3E] -> ctx_ [N, E]; position t of every row written into layer l's cache
+  void self_attend(int64_t l, int64_t N, int64_t t, int64_t M);
+  // q (qkv_'s first E columns) -> ctx_ [N, E]; the reported map when l is its layer
+  void cross_attend(int64_t l, const std::vector<int64_t>& rows, int64_t N);
+  // x_ [N, E] through decoder layer l (pre- or post-norm residuals)
+  void layer(int64_t l, const std::vector<int64_t>& rows, int64_t N, int64_t t, int64_t M);
+
+  void reserve(int64_t N, int64_t t, int threads);
 
   std::shared_ptr<const TransformerPrepared> p_;
   const Transformer& m_;
   EncoderMemory memory_;
   detail::StepLogits logits_;
   StepTop out_;
-  int64_t E_, H_, hd_, L_, V_, B_, S_;
+  int64_t E_, H_, hd_, L_, V_, F_, B_, S_;
   // The cache starts with this many positions (a batch's step limit, 1.5 x its
   // longest source + 5, is 35 for sources of 20 pieces), and doubles from there
   // for longer searches. Growing from 4 instead re-made and copied every cache
@@ -105,88 +108,154 @@ private:
   static constexpr int64_t kFirstCacheSteps = 64;
   int64_t max_steps_ = 0;                   // the longest search start() was told of (within max_positions)
   std::vector<int64_t> len_;                // [B] source lengths
+  std::vector<const float*> cross_k_, cross_v_;  // [L] the memory's [B, H, S, hd] keys and values
   int64_t map_layer_ = -1, map_head_ = -1;  // the reported map: 0-based layer, head 1..H or 0 (mean)
-  std::vector<float> probs_;                // [N, H, max(S, T)] scratch for the weights
-  nn::StepInput in_;                        // a product's input in the weights' type's form
-  std::vector<int64_t> offsets_;            // [N, t + 1] locate_positions()'s
+  // A step's buffers (reserve()): the residual stream x_ [N, E], its norm h_
+  // [N, E], the products' qkv_ [N, 3E] (cross-attention: the queries [N, E]),
+  // ctx_ [N, E] and ff_ [N, F]; the weights probs_ [N, H, max(S, t + 1)];
+  // offsets_ [N, t + 1] where each row's positions 0..t lie in the caches
+  // (floats from a cache's start, head 0); per thread a product's tile [N, kUnit]
+  std::vector<float> x_, h_, qkv_, ctx_, ff_, probs_;
+  std::vector<std::vector<float>> tiles_;
+  std::vector<int64_t> offsets_;
+  std::vector<float*> self_k_, self_v_;  // [L] this step's caches [T', M, E]
+  float* slot_ = nullptr;                // the state's "self_slot" [M, T']
+  int64_t slot_stride_ = 0;
+  nn::StepInput in_;  // a product's input in the weights' type's form
 };
 
-void TransformerStepDecoder::locate_positions(DecoderState& state, int64_t N, int64_t t) {
-  const int64_t Tc = state.buffer("self_slot").size(1), M = state.max_rows();
-  float* slot = state.data("self_slot");  // [M, Tc] slot numbers (exact in float up to 2^24)
+void TransformerStepDecoder::reserve(int64_t N, int64_t t, int threads) {
+  auto at_least = [](std::vector<float>& v, int64_t n) {
+    if (int64_t(v.size()) < n) v.resize(size_t(n));
+  };
+  at_least(x_, N * E_), at_least(h_, N * E_), at_least(qkv_, N * 3 * E_), at_least(ctx_, N * E_);
+  at_least(ff_, N * F_), at_least(probs_, N * H_ * std::max(S_, t + 1));
+  if (int64_t(tiles_.size()) < threads) tiles_.resize(size_t(threads));
+  for (auto& tile : tiles_) at_least(tile, N * nn::StepLinear::kUnit);
   offsets_.resize(size_t(N * (t + 1)));
+}
+
+void TransformerStepDecoder::locate_and_embed(DecoderState& state, const std::vector<int>& prev, int64_t N,
+                                              int64_t t) {
+  const int64_t M = state.max_rows(), Tc = slot_stride_;
+  const float scale = std::sqrt(float(E_)), *pe = m_.position_row(t), *emb = m_.target_embedding().weight.data();
+#pragma omp for schedule(static)
   for (int64_t i = 0; i < N; ++i) {
-    slot[i * Tc + t] = float(i);
-    for (int64_t p = 0; p <= t; ++p) offsets_[size_t(i * (t + 1) + p)] = (p * M + int64_t(slot[i * Tc + p])) * E_;
+    // row i's slot of position t is i (slot numbers are exact in float up to 2^24)
+    slot_[i * Tc + t] = float(i);
+    for (int64_t p = 0; p <= t; ++p) offsets_[size_t(i * (t + 1) + p)] = (p * M + int64_t(slot_[i * Tc + p])) * E_;
+    // x = sqrt(E) emb(prev) + PE(t)
+    const float* e = emb + prev[size_t(i)] * E_;
+    float* x = x_.data() + i * E_;
+#pragma omp simd
+    for (int64_t d = 0; d < E_; ++d) x[d] = scale * e[d] + pe[d];
   }
 }
 
-Tensor TransformerStepDecoder::self_attention(int64_t l, const Tensor& h, DecoderState& state, int64_t t) {
-  const PreparedDecoderLayer& w = p_->layers[size_t(l)];
-  const int64_t N = h.size(0), M = state.max_rows();
-  Tensor qkv = apply(w.qkv_self, in_, h);  // [N, 3E]: queries (scaled), keys, values
-  float *K = state.data(cache_name("self_k", size_t(l))), *Vc = state.data(cache_name("self_v", size_t(l)));
-  Tensor ctx = Tensor::empty({N, E_});
+void TransformerStepDecoder::norm_rows(const nn::LayerNorm& n, const float* x, float* out, int64_t N) {
+#pragma omp for schedule(static)
+  for (int64_t i = 0; i < N; ++i)
+    kernels::norm::layer_norm_rows(x + i * E_, 1, E_, n.weight.data(), n.bias.data(), n.eps, out + i * E_, nullptr,
+                                   nullptr);
+}
+
+void TransformerStepDecoder::product(const PreparedLinear& p, const float* x, int64_t N, float* c, int64_t ldc,
+                                     Into into, bool gelu) {
+  const nn::StepRows in = nn::shared_rows(in_, p.lin.type(), N, p.lin.in(), x, p.lin.in());
+  float* tile = tiles_[size_t(omp_get_thread_num())].data();
+  const float* b = p.b.data();
+  constexpr int64_t U = nn::StepLinear::kUnit;
+  // Units handed out one at a time (dynamic): a thread that shares its core
+  // with another process takes fewer of them instead of holding up the barrier.
+#pragma omp for schedule(dynamic, 1)
+  for (int64_t u = 0; u < p.lin.units(); ++u) {
+    // the unit's columns x W^T in an L1 tile [N, cols], then + b and into c
+    // (so the residual is x + (x W^T + b), the order of the layers' forward)
+    const int64_t cols = p.lin.unit_cols(u), o = u * U;
+    p.lin.apply_unit(in, u, tile, U);
+    kernels::epilogue::bias_into(into, tile, U, b + o, N, cols, c + o, ldc);
+    if (gelu)
+      for (int64_t i = 0; i < N; ++i) kernels::activation::gelu(c + i * ldc + o, c + i * ldc + o, cols);
+  }
+}
+
+void TransformerStepDecoder::self_attend(int64_t l, int64_t N, int64_t t, int64_t M) {
+  float *K = self_k_[size_t(l)], *Vc = self_v_[size_t(l)];
   const int64_t W = std::max(S_, t + 1);
-  probs_.resize(size_t(N * H_ * W));
-#pragma omp parallel for collapse(2) if (parallel(N, t + 1))
-  for (int64_t i = 0; i < N; ++i)
-    for (int64_t hh = 0; hh < H_; ++hh) {
-      const float* row = qkv.data() + i * 3 * E_;
-      const int64_t at = (t * M + i) * E_ + hh * hd_;  // position t of row i: slot [t, i]
-      std::memcpy(K + at, row + E_ + hh * hd_, size_t(hd_) * sizeof(float));
-      std::memcpy(Vc + at, row + 2 * E_ + hh * hd_, size_t(hd_) * sizeof(float));
-      attend(row + hh * hd_, K + hh * hd_, Vc + hh * hd_, offsets_.data() + i * (t + 1), t + 1, hd_,
-             probs_.data() + (i * H_ + hh) * W, ctx.data() + i * E_ + hh * hd_);
-    }
-  return apply(w.out_self, in_, ctx);
-}
-
-Tensor TransformerStepDecoder::cross_attention(int64_t l, const Tensor& h, const std::vector<int64_t>& rows) {
-  const PreparedDecoderLayer& w = p_->layers[size_t(l)];
-  const int64_t N = h.size(0), W = S_;
-  Tensor q = apply(w.q_cross, in_, h);  // [N, E], scaled: W_Q only, the keys are the memory's
-  const float* K = memory_.get(cache_name("cross_k", size_t(l))).data();
-  const float* Vm = memory_.get(cache_name("cross_v", size_t(l))).data();
-  Tensor ctx = Tensor::empty({N, E_});
-  probs_.resize(size_t(N * H_ * W));
-#pragma omp parallel for collapse(2) if (parallel(N, S_))
-  for (int64_t i = 0; i < N; ++i)
-    for (int64_t hh = 0; hh < H_; ++hh) {
-      const int64_t b = rows[size_t(i)], off = (b * H_ + hh) * S_ * hd_;
-      float* p = probs_.data() + (i * H_ + hh) * W;
-      std::fill(p, p + W, 0.0f);
-      attend(q.data() + i * E_ + hh * hd_, K + off, Vm + off, nullptr, len_[size_t(b)], hd_, p,
-             ctx.data() + i * E_ + hh * hd_);
-    }
-  if (l == map_layer_) {  // the one map asked for: [N, S], zeros past each length
-    Tensor& m = out_.attention = Tensor::zeros({N, S_});
-    for (int64_t i = 0; i < N; ++i)
-      for (int64_t hh = 0; hh < H_; ++hh) {
-        if (map_head_ > 0 && hh != map_head_ - 1) continue;
-        const float w = map_head_ > 0 ? 1.0f : 1.0f / float(H_);
-        const float* p = probs_.data() + (i * H_ + hh) * W;
-        for (int64_t j = 0; j < S_; ++j) m.data()[i * S_ + j] += w * p[j];
-      }
+#pragma omp for schedule(dynamic, 2)
+  for (int64_t i = 0; i < N; ++i) {
+    const float* row = qkv_.data() + i * 3 * E_;  // queries (scaled), keys, values
+    const int64_t at = (t * M + i) * E_;          // position t of row i: slot [t, i]
+    std::memcpy(K + at, row + E_, size_t(E_) * sizeof(float));
+    std::memcpy(Vc + at, row + 2 * E_, size_t(E_) * sizeof(float));
+    kernels::mha::HeadRows r;
+    r.H = H_, r.hd = hd_, r.n = t + 1, r.head_stride = hd_, r.offsets = offsets_.data() + i * (t + 1);
+    r.q = row, r.keys = K, r.values = Vc, r.p = probs_.data() + i * H_ * W, r.ldp = W, r.ctx = ctx_.data() + i * E_;
+    kernels::mha::attend(r);
   }
-  return apply(w.out_cross, in_, ctx);
 }
 
-Tensor TransformerStepDecoder::layer(int64_t l, const Tensor& x, DecoderState& state, const std::vector<int64_t>& rows,
-                                     int64_t t) {
+void TransformerStepDecoder::cross_attend(int64_t l, const std::vector<int64_t>& rows, int64_t N) {
+  const int64_t W = S_;  // the weights [N, H, S]
+#pragma omp for schedule(dynamic, 2)
+  for (int64_t i = 0; i < N; ++i) {
+    const int64_t b = rows[size_t(i)];
+    kernels::mha::HeadRows r;
+    r.H = H_, r.hd = hd_, r.n = len_[size_t(b)], r.head_stride = S_ * hd_, r.pos_stride = hd_;
+    r.q = qkv_.data() + i * E_, r.keys = cross_k_[size_t(l)] + b * H_ * S_ * hd_;
+    r.values = cross_v_[size_t(l)] + b * H_ * S_ * hd_;
+    r.p = probs_.data() + i * H_ * W, r.ldp = W, r.ctx = ctx_.data() + i * E_;
+    if (r.n > 0) kernels::mha::attend(r);
+    else std::fill(r.ctx, r.ctx + E_, 0.0f);  // nothing to attend to (an empty source): zeros
+    for (int64_t h = 0; h < H_; ++h) std::fill(r.p + h * W + r.n, r.p + (h + 1) * W, 0.0f);
+  }
+  if (l != map_layer_) return;
+  // the one map asked for: [N, S], zeros past each length
+#pragma omp for schedule(static)
+  for (int64_t i = 0; i < N; ++i) {
+    float* m = out_.attention.data() + i * S_;
+    std::fill(m, m + S_, 0.0f);
+    for (int64_t hh = 0; hh < H_; ++hh) {
+      if (map_head_ > 0 && hh != map_head_ - 1) continue;
+      const float w = map_head_ > 0 ? 1.0f : 1.0f / float(H_);
+      const float* p = probs_.data() + (i * H_ + hh) * W;
+      for (int64_t j = 0; j < S_; ++j) m[j] += w * p[j];
+    }
+  }
+}
+
+void TransformerStepDecoder::layer(int64_t l, const std::vector<int64_t>& rows, int64_t N, int64_t t, int64_t M) {
   const nn::TransformerDecoderLayer& d = *m_.decoder_stack().layers[size_t(l)];
   const PreparedDecoderLayer& w = p_->layers[size_t(l)];
-  const auto act = d.options.activation == Activation::GELU ? kernels::activation::Kind::GELU
-                                                            : kernels::activation::Kind::ReLU;
-  auto ff = [&](const Tensor& x) { return apply(w.ff2, in_, apply(w.ff1, in_, x, &act)); };
-  if (d.options.norm_first) {
-    Tensor h = add(x, self_attention(l, d.norm1->forward(x), state, t));
-    h = add(h, cross_attention(l, d.norm2->forward(h), rows));
-    return add(h, ff(d.norm3->forward(h)));
+  const bool gelu = d.options.activation == Activation::GELU;
+  const Into act = gelu ? Into::Set : Into::Relu;  // the feed-forward's first product
+  float *x = x_.data(), *h = h_.data(), *qkv = qkv_.data(), *ctx = ctx_.data(), *ff = ff_.data();
+  if (d.options.norm_first) {  // x += sublayer(norm(x))
+    norm_rows(*d.norm1, x, h, N);
+    product(w.qkv_self, h, N, qkv, 3 * E_, Into::Set);
+    self_attend(l, N, t, M);
+    product(w.out_self, ctx, N, x, E_, Into::Residual);
+    norm_rows(*d.norm2, x, h, N);
+    product(w.q_cross, h, N, qkv, E_, Into::Set);
+    cross_attend(l, rows, N);
+    product(w.out_cross, ctx, N, x, E_, Into::Residual);
+    norm_rows(*d.norm3, x, h, N);
+    product(w.ff1, h, N, ff, F_, act, gelu);
+    product(w.ff2, ff, N, x, E_, Into::Residual);
+    return;
   }
-  Tensor h = d.norm1->forward(add(x, self_attention(l, x, state, t)));
-  h = d.norm2->forward(add(h, cross_attention(l, h, rows)));
-  return d.norm3->forward(add(h, ff(h)));
+  // post-norm: x = norm(x + sublayer(x)), the norms in place
+  product(w.qkv_self, x, N, qkv, 3 * E_, Into::Set);
+  self_attend(l, N, t, M);
+  product(w.out_self, ctx, N, x, E_, Into::Residual);
+  norm_rows(*d.norm1, x, x, N);
+  product(w.q_cross, x, N, qkv, E_, Into::Set);
+  cross_attend(l, rows, N);
+  product(w.out_cross, ctx, N, x, E_, Into::Residual);
+  norm_rows(*d.norm2, x, x, N);
+  product(w.ff1, x, N, ff, F_, act, gelu);
+  product(w.ff2, ff, N, x, E_, Into::Residual);
+  norm_rows(*d.norm3, x, x, N);
 }
 
 const StepTop& TransformerStepDecoder::step(const std::vector<int64_t>& rows, DecoderState& state,
@@ -202,24 +271,31 @@ const StepTop& TransformerStepDecoder::step(const std::vector<int64_t>& rows, De
                                 std::to_string(max_steps_) + ") (start()'s max_steps, at most max_positions)");
   if (t >= state.buffer("self_k.0").size(0))
     state.grow_time_axes(std::min(max_steps_, std::max(t + 1, 2 * state.buffer("self_k.0").size(0))));
-  locate_positions(state, N, t);
-  // x = sqrt(E) emb(prev) + PE(t)
-  Tensor x = Tensor::empty({N, E_});
-  const float scale = std::sqrt(float(E_)), *pe = m_.position_row(t), *emb = m_.target_embedding().weight.data();
-  for (int64_t i = 0; i < N; ++i)
-    for (int64_t d = 0; d < E_; ++d) x.data()[i * E_ + d] = scale * emb[prev[size_t(i)] * E_ + d] + pe[d];
-  out_.attention = Tensor();
-  for (int64_t l = 0; l < L_; ++l) x = layer(l, x, state, rows, t);
-  state.set_filled_steps(t + 1);
-  if (m_.decoder_stack().norm) x = m_.decoder_stack().norm->forward(x);
+  self_k_.clear(), self_v_.clear();
+  for (int64_t l = 0; l < L_; ++l) {
+    self_k_.push_back(state.data(cache_name("self_k", size_t(l))));
+    self_v_.push_back(state.data(cache_name("self_v", size_t(l))));
+  }
+  slot_ = state.data("self_slot"), slot_stride_ = state.buffer("self_slot").size(1);
+  const int64_t M = state.max_rows();
+  // One parallel region for the whole step: every phase is an omp for, so the
+  // threads meet at a barrier between phases instead of starting a team per
+  // product (the team starts, and the serial layer norms and residual adds
+  // between them, were a fifth of a batch-64 greedy search; perf, 2026-11-28).
   const bool par = num_threads() > 1 && N * E_ * V_ >= (int64_t(1) << 17);
-  logits_.begin(N, k, par ? num_threads() : 1, out_);
-#pragma omp parallel if (par)
+  const int threads = par ? num_threads() : 1;
+  reserve(N, t, threads);
+  out_.attention = map_layer_ >= 0 ? Tensor::empty({N, S_}) : Tensor();
+  logits_.begin(N, k, threads, out_);
+#pragma omp parallel num_threads(threads)
   {
-    logits_.tiles(x.data(), E_, omp_get_thread_num());
+    locate_and_embed(state, prev, N, t);
+    for (int64_t l = 0; l < L_; ++l) layer(l, rows, N, t, M);
+    if (m_.decoder_stack().norm) norm_rows(*m_.decoder_stack().norm, x_.data(), h_.data(), N);
+    logits_.tiles(m_.decoder_stack().norm ? h_.data() : x_.data(), E_, omp_get_thread_num());
     logits_.merge(omp_get_thread_num(), omp_get_num_threads(), out_);
   }
-  if (attention_map_.empty()) out_.attention = Tensor();
+  state.set_filled_steps(t + 1);
   return out_;
 }
 

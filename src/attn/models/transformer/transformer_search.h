@@ -17,12 +17,15 @@
 // laid out once per model (nn::StepLinear, packed for kPackRows rows or more,
 // W_Q pre-scaled by 1 / sqrt(hd): no BLAS call re-packs a weight per step);
 // self-attention writes position t and attends over positions <= t (O(t) per
-// row and head, kernels/luong_rows.h's vectorised dot-product row, reading
-// each position at its slot); cross-attention reads the memory's "cross_k.<l>" /
+// row, kernels/mha_rows.h: all heads of a row in one pass over its positions,
+// each read at its slot); cross-attention reads the memory's "cross_k.<l>" /
 // "cross_v.<l>" [B, H, S, hd] of each row's sentence (the rows map: nothing of
 // the encoder is copied per beam); the vocabulary's top k through
 // models/step_logits.h. The attention map asked for (report_attention) is
 // copied out of the layer that computes it; no other map is formed.
+// A step is one parallel region: products split by column units (each unit's
+// bias, activation or residual add applied to its tile, kernels/tile_epilogue.h),
+// layer norms and attention by rows, a barrier between phases.
 #pragma once
 #include <memory>
 
