@@ -134,7 +134,7 @@ models::DecoderState expect_cached_equals_recomputed(const models::Seq2SeqModel&
                                                      const std::string& map) {
   NoGradGuard no_grad;
   models::Encoded e = m.encode(b.src, b.lengths);
-  const int64_t N = int64_t(rows.size()), S = b.src.size(1);
+  const int64_t N = int64_t(rows.size()), S = b.src.size(1), V = m.config().tgt_vocab;
   auto dec = m.decoder(e.memory, N, nullptr);
   const std::string name = models::resolve_attention_map(m, map);
   dec->report_attention(name);
@@ -147,20 +147,20 @@ models::DecoderState expect_cached_equals_recomputed(const models::Seq2SeqModel&
     Tensor ids = Tensor::empty({N});
     for (int64_t i = 0; i < N; ++i) ids.data()[i] = float(prev[size_t(i)]);
     models::StepOutput ref = m.step(per_row, full, ids, t);
-    const models::StepTop& out = dec->step(rows, cached, prev, kVocab, t);
+    const models::StepTop& out = dec->step(rows, cached, prev, V, t);
     for (int64_t i = 0; i < N; ++i)
-      for (int64_t j = 0; j < kVocab; ++j) {
-        const int tok = out.tokens[size_t(i * kVocab + j)];
-        EXPECT_NEAR(out.log_probs[size_t(i * kVocab + j)], ref.log_probs.data()[i * kVocab + tok], 2e-5)
+      for (int64_t j = 0; j < V; ++j) {
+        const int tok = out.tokens[size_t(i * V + j)];
+        EXPECT_NEAR(out.log_probs[size_t(i * V + j)], ref.log_probs.data()[i * V + tok], 2e-5)
             << "step " << t << " row " << i;
-        if (j > 0) EXPECT_GE(out.log_probs[size_t(i * kVocab + j - 1)], out.log_probs[size_t(i * kVocab + j)]);
+        if (j > 0) EXPECT_GE(out.log_probs[size_t(i * V + j - 1)], out.log_probs[size_t(i * V + j)]);
       }
     const Tensor* want = ref.attention.find(name);
     EXPECT_TRUE(want && out.attention.defined() && out.attention.shape() == Shape({N, S})) << "step " << t;
     if (want && out.attention.defined() && out.attention.shape() == Shape({N, S}))
       for (int64_t i = 0; i < N * S; ++i) EXPECT_NEAR(out.attention.data()[i], want->data()[i], 1e-5) << "step " << t;
     full = ref.state;
-    for (int& p : prev) p = int(4 + rng.below(kVocab - 4));
+    for (int& p : prev) p = int(4 + rng.below(uint64_t(V - 4)));
   }
   EXPECT_THROW(dec->step(rows, cached, prev, 1, T), std::invalid_argument);  // the cache holds T positions
   return cached;
@@ -173,6 +173,30 @@ TEST(Transformer, CachedStepEqualsRecomputedPrefix) {
       SCOPED_TRACE(v + " map " + map);
       (void)expect_cached_equals_recomputed(*make(v), batch(), {2, 2, 0, 3, 1, 1, 0}, 6, map);
     }
+}
+
+// (a'') a model large enough that the step runs on every thread
+// (transformer_search.cpp): with few rows the products split their column
+// units across the threads, with many each thread keeps its rows through
+// every phase; both against step()'s recomputation, pre- and post-norm
+TEST(Transformer, CachedStepEqualsRecomputedPrefixOnEveryThread) {
+  for (const std::string norm : {"pre", "post"}) {
+    Rng init(6);
+    auto m = models::make_model(models::model_config_from_json(
+                                    R"({"type": "transformer", "src_vocab": 200, "tgt_vocab": 200, "embed": 64,
+                                        "heads": 4, "feed_forward": 96, "encoder_layers": 1, "decoder_layers": 2,
+                                        "max_positions": 40, "norm": ")" + norm + R"("})"),
+                                init, 1);
+    m->train(false);
+    const Batch b = random_source_batch({7, 3, 5, 1, 6}, 7, 4, 200, 9);
+    std::vector<int64_t> few, many;  // 14 rows (units split on 2 threads), 30 (rows kept)
+    for (int64_t i = 0; i < 14; ++i) few.push_back(i % 5);
+    for (int64_t i = 0; i < 30; ++i) many.push_back((i * 3) % 5);
+    for (const auto* rows : {&few, &many}) {
+      SCOPED_TRACE(norm + "-norm, rows " + std::to_string(rows->size()));
+      (void)expect_cached_equals_recomputed(*m, b, *rows, 5, "cross.layer2.mean");
+    }
+  }
 }
 
 // (a') past the cache's first size (64 positions): the cache doubles and keeps every position

@@ -76,20 +76,42 @@ public:
 private:
   using Into = kernels::epilogue::Into;
 
-  // The phases of a step, called by every thread of its parallel region (each
-  // an omp for, which ends in a barrier). N rows, buffers of reserve(N).
-  void locate_and_embed(DecoderState& state, const std::vector<int>& prev, int64_t N, int64_t t);
+  // A thread's share of a step. Every phase but the products splits the rows
+  // in blocks [r0, r1), one a thread. With many rows a thread keeps its block
+  // through the products too (all column units of its rows), so no number
+  // crosses threads and no barrier is needed until the logits; with few, the
+  // products split their column units across the threads instead (each
+  // thread streams part of the weights), and the threads meet at a barrier
+  // after every phase.
+  struct Part {
+    bool own_rows = false;
+    int64_t r0 = 0, r1 = 0;
+    int thread = 0;
+    void sync() const {
+      if (!own_rows) {
+#pragma omp barrier
+      }
+    }
+  };
+  // Rows per thread from which a thread keeps its rows through the products:
+  // a full block of the product kernel's rows (rnn_gemm's 12 with AVX-512).
+  static constexpr int64_t kOwnRows = 12;
+  Part part(int64_t N, int thread, int threads) const;
+
+  // The phases of a step, called by every thread of its parallel region.
+  // N rows, buffers of reserve(N).
+  void locate_and_embed(const Part& part, const std::vector<int>& prev, int64_t M, int64_t t);
   // out [N, E] = norm(x) of the rows
-  void norm_rows(const nn::LayerNorm& n, const float* x, float* out, int64_t N);
+  void norm_rows(const Part& part, const nn::LayerNorm& n, const float* x, float* out);
   // c [N, p.out] (row stride ldc) from x [N, p.in]: x W^T + b as `into` says, then GELU when `gelu`
-  void product(const PreparedLinear& p, const float* x, int64_t N, float* c, int64_t ldc, Into into,
-               bool gelu = false);
+  void product(const Part& part, const PreparedLinear& p, const float* x, int64_t N, float* c, int64_t ldc,
+               Into into, bool gelu = false);
   // qkv_ [N, 3E] -> ctx_ [N, E]; position t of every row written into layer l's cache
-  void self_attend(int64_t l, int64_t N, int64_t t, int64_t M);
+  void self_attend(const Part& part, int64_t l, int64_t t, int64_t M);
   // q (qkv_'s first E columns) -> ctx_ [N, E]; the reported map when l is its layer
-  void cross_attend(int64_t l, const std::vector<int64_t>& rows, int64_t N);
+  void cross_attend(const Part& part, int64_t l, const std::vector<int64_t>& rows);
   // x_ [N, E] through decoder layer l (pre- or post-norm residuals)
-  void layer(int64_t l, const std::vector<int64_t>& rows, int64_t N, int64_t t, int64_t M);
+  void layer(const Part& part, int64_t l, const std::vector<int64_t>& rows, int64_t N, int64_t t, int64_t M);
 
   void reserve(int64_t N, int64_t t, int threads);
 
@@ -121,7 +143,8 @@ private:
   std::vector<float*> self_k_, self_v_;  // [L] this step's caches [T', M, E]
   float* slot_ = nullptr;                // the state's "self_slot" [M, T']
   int64_t slot_stride_ = 0;
-  nn::StepInput in_;  // a product's input in the weights' type's form
+  nn::StepInput in_;                // a product's input in the weights' type's form (units split)
+  std::vector<nn::StepInput> own_;  // per thread: its rows' input (rows owned)
 };
 
 void TransformerStepDecoder::reserve(int64_t N, int64_t t, int threads) {
@@ -130,17 +153,22 @@ void TransformerStepDecoder::reserve(int64_t N, int64_t t, int threads) {
   };
   at_least(x_, N * E_), at_least(h_, N * E_), at_least(qkv_, N * 3 * E_), at_least(ctx_, N * E_);
   at_least(ff_, N * F_), at_least(probs_, N * H_ * std::max(S_, t + 1));
-  if (int64_t(tiles_.size()) < threads) tiles_.resize(size_t(threads));
+  if (int64_t(tiles_.size()) < threads) tiles_.resize(size_t(threads)), own_.resize(size_t(threads));
   for (auto& tile : tiles_) at_least(tile, N * nn::StepLinear::kUnit);
   offsets_.resize(size_t(N * (t + 1)));
 }
 
-void TransformerStepDecoder::locate_and_embed(DecoderState& state, const std::vector<int>& prev, int64_t N,
-                                              int64_t t) {
-  const int64_t M = state.max_rows(), Tc = slot_stride_;
+TransformerStepDecoder::Part TransformerStepDecoder::part(int64_t N, int thread, int threads) const {
+  Part p;
+  p.own_rows = N >= kOwnRows * threads, p.thread = thread;
+  p.r0 = N * thread / threads, p.r1 = N * (thread + 1) / threads;
+  return p;
+}
+
+void TransformerStepDecoder::locate_and_embed(const Part& part, const std::vector<int>& prev, int64_t M, int64_t t) {
+  const int64_t Tc = slot_stride_;
   const float scale = std::sqrt(float(E_)), *pe = m_.position_row(t), *emb = m_.target_embedding().weight.data();
-#pragma omp for schedule(static)
-  for (int64_t i = 0; i < N; ++i) {
+  for (int64_t i = part.r0; i < part.r1; ++i) {
     // row i's slot of position t is i (slot numbers are exact in float up to 2^24)
     slot_[i * Tc + t] = float(i);
     for (int64_t p = 0; p <= t; ++p) offsets_[size_t(i * (t + 1) + p)] = (p * M + int64_t(slot_[i * Tc + p])) * E_;
@@ -150,40 +178,48 @@ void TransformerStepDecoder::locate_and_embed(DecoderState& state, const std::ve
 #pragma omp simd
     for (int64_t d = 0; d < E_; ++d) x[d] = scale * e[d] + pe[d];
   }
+  part.sync();
 }
 
-void TransformerStepDecoder::norm_rows(const nn::LayerNorm& n, const float* x, float* out, int64_t N) {
-#pragma omp for schedule(static)
-  for (int64_t i = 0; i < N; ++i)
-    kernels::norm::layer_norm_rows(x + i * E_, 1, E_, n.weight.data(), n.bias.data(), n.eps, out + i * E_, nullptr,
-                                   nullptr);
+void TransformerStepDecoder::norm_rows(const Part& part, const nn::LayerNorm& n, const float* x, float* out) {
+  kernels::norm::layer_norm_rows(x + part.r0 * E_, part.r1 - part.r0, E_, n.weight.data(), n.bias.data(), n.eps,
+                                 out + part.r0 * E_, nullptr, nullptr);
+  part.sync();
 }
 
-void TransformerStepDecoder::product(const PreparedLinear& p, const float* x, int64_t N, float* c, int64_t ldc,
-                                     Into into, bool gelu) {
-  const nn::StepRows in = nn::shared_rows(in_, p.lin.type(), N, p.lin.in(), x, p.lin.in());
-  float* tile = tiles_[size_t(omp_get_thread_num())].data();
-  const float* b = p.b.data();
+void TransformerStepDecoder::product(const Part& part, const PreparedLinear& p, const float* x, int64_t N, float* c,
+                                     int64_t ldc, Into into, bool gelu) {
   constexpr int64_t U = nn::StepLinear::kUnit;
+  float* tile = tiles_[size_t(part.thread)].data();
+  const float* b = p.b.data();
+  // the unit's columns x W^T in an L1 tile [rows, cols], then + b and into c
+  // (so the residual is x + (x W^T + b), the order of the layers' forward)
+  auto unit = [&](const nn::StepRows& in, int64_t u, int64_t r0, int64_t rows) {
+    const int64_t cols = p.lin.unit_cols(u), o = u * U;
+    p.lin.apply_unit(in, u, tile, U);
+    float* y = c + r0 * ldc + o;
+    kernels::epilogue::bias_into(into, tile, U, b + o, rows, cols, y, ldc);
+    if (gelu)
+      for (int64_t i = 0; i < rows; ++i) kernels::activation::gelu(y + i * ldc, y + i * ldc, cols);
+  };
+  if (part.own_rows) {
+    const int64_t rows = part.r1 - part.r0;
+    const nn::StepRows in = own_[size_t(part.thread)].set(p.lin.type(), rows, p.lin.in(), x + part.r0 * p.lin.in(),
+                                                          p.lin.in());
+    for (int64_t u = 0; u < p.lin.units(); ++u) unit(in, u, part.r0, rows);
+    return;
+  }
+  const nn::StepRows in = nn::shared_rows(in_, p.lin.type(), N, p.lin.in(), x, p.lin.in());
   // Units handed out one at a time (dynamic): a thread that shares its core
   // with another process takes fewer of them instead of holding up the barrier.
 #pragma omp for schedule(dynamic, 1)
-  for (int64_t u = 0; u < p.lin.units(); ++u) {
-    // the unit's columns x W^T in an L1 tile [N, cols], then + b and into c
-    // (so the residual is x + (x W^T + b), the order of the layers' forward)
-    const int64_t cols = p.lin.unit_cols(u), o = u * U;
-    p.lin.apply_unit(in, u, tile, U);
-    kernels::epilogue::bias_into(into, tile, U, b + o, N, cols, c + o, ldc);
-    if (gelu)
-      for (int64_t i = 0; i < N; ++i) kernels::activation::gelu(c + i * ldc + o, c + i * ldc + o, cols);
-  }
+  for (int64_t u = 0; u < p.lin.units(); ++u) unit(in, u, 0, N);
 }
 
-void TransformerStepDecoder::self_attend(int64_t l, int64_t N, int64_t t, int64_t M) {
+void TransformerStepDecoder::self_attend(const Part& part, int64_t l, int64_t t, int64_t M) {
   float *K = self_k_[size_t(l)], *Vc = self_v_[size_t(l)];
   const int64_t W = std::max(S_, t + 1);
-#pragma omp for schedule(dynamic, 2)
-  for (int64_t i = 0; i < N; ++i) {
+  for (int64_t i = part.r0; i < part.r1; ++i) {
     const float* row = qkv_.data() + i * 3 * E_;  // queries (scaled), keys, values
     const int64_t at = (t * M + i) * E_;          // position t of row i: slot [t, i]
     std::memcpy(K + at, row + E_, size_t(E_) * sizeof(float));
@@ -193,12 +229,12 @@ void TransformerStepDecoder::self_attend(int64_t l, int64_t N, int64_t t, int64_
     r.q = row, r.keys = K, r.values = Vc, r.p = probs_.data() + i * H_ * W, r.ldp = W, r.ctx = ctx_.data() + i * E_;
     kernels::mha::attend(r);
   }
+  part.sync();
 }
 
-void TransformerStepDecoder::cross_attend(int64_t l, const std::vector<int64_t>& rows, int64_t N) {
+void TransformerStepDecoder::cross_attend(const Part& part, int64_t l, const std::vector<int64_t>& rows) {
   const int64_t W = S_;  // the weights [N, H, S]
-#pragma omp for schedule(dynamic, 2)
-  for (int64_t i = 0; i < N; ++i) {
+  for (int64_t i = part.r0; i < part.r1; ++i) {
     const int64_t b = rows[size_t(i)];
     kernels::mha::HeadRows r;
     r.H = H_, r.hd = hd_, r.n = len_[size_t(b)], r.head_stride = S_ * hd_, r.pos_stride = hd_;
@@ -208,54 +244,52 @@ void TransformerStepDecoder::cross_attend(int64_t l, const std::vector<int64_t>&
     if (r.n > 0) kernels::mha::attend(r);
     else std::fill(r.ctx, r.ctx + E_, 0.0f);  // nothing to attend to (an empty source): zeros
     for (int64_t h = 0; h < H_; ++h) std::fill(r.p + h * W + r.n, r.p + (h + 1) * W, 0.0f);
-  }
-  if (l != map_layer_) return;
-  // the one map asked for: [N, S], zeros past each length
-#pragma omp for schedule(static)
-  for (int64_t i = 0; i < N; ++i) {
+    if (l != map_layer_) continue;
+    // the one map asked for: [N, S], zeros past each length
     float* m = out_.attention.data() + i * S_;
     std::fill(m, m + S_, 0.0f);
     for (int64_t hh = 0; hh < H_; ++hh) {
       if (map_head_ > 0 && hh != map_head_ - 1) continue;
       const float w = map_head_ > 0 ? 1.0f : 1.0f / float(H_);
-      const float* p = probs_.data() + (i * H_ + hh) * W;
+      const float* p = r.p + hh * W;
       for (int64_t j = 0; j < S_; ++j) m[j] += w * p[j];
     }
   }
+  part.sync();
 }
 
-void TransformerStepDecoder::layer(int64_t l, const std::vector<int64_t>& rows, int64_t N, int64_t t, int64_t M) {
+void TransformerStepDecoder::layer(const Part& part, int64_t l, const std::vector<int64_t>& rows, int64_t N, int64_t t, int64_t M) {
   const nn::TransformerDecoderLayer& d = *m_.decoder_stack().layers[size_t(l)];
   const PreparedDecoderLayer& w = p_->layers[size_t(l)];
   const bool gelu = d.options.activation == Activation::GELU;
   const Into act = gelu ? Into::Set : Into::Relu;  // the feed-forward's first product
   float *x = x_.data(), *h = h_.data(), *qkv = qkv_.data(), *ctx = ctx_.data(), *ff = ff_.data();
   if (d.options.norm_first) {  // x += sublayer(norm(x))
-    norm_rows(*d.norm1, x, h, N);
-    product(w.qkv_self, h, N, qkv, 3 * E_, Into::Set);
-    self_attend(l, N, t, M);
-    product(w.out_self, ctx, N, x, E_, Into::Residual);
-    norm_rows(*d.norm2, x, h, N);
-    product(w.q_cross, h, N, qkv, E_, Into::Set);
-    cross_attend(l, rows, N);
-    product(w.out_cross, ctx, N, x, E_, Into::Residual);
-    norm_rows(*d.norm3, x, h, N);
-    product(w.ff1, h, N, ff, F_, act, gelu);
-    product(w.ff2, ff, N, x, E_, Into::Residual);
+    norm_rows(part, *d.norm1, x, h);
+    product(part, w.qkv_self, h, N, qkv, 3 * E_, Into::Set);
+    self_attend(part, l, t, M);
+    product(part, w.out_self, ctx, N, x, E_, Into::Residual);
+    norm_rows(part, *d.norm2, x, h);
+    product(part, w.q_cross, h, N, qkv, E_, Into::Set);
+    cross_attend(part, l, rows);
+    product(part, w.out_cross, ctx, N, x, E_, Into::Residual);
+    norm_rows(part, *d.norm3, x, h);
+    product(part, w.ff1, h, N, ff, F_, act, gelu);
+    product(part, w.ff2, ff, N, x, E_, Into::Residual);
     return;
   }
   // post-norm: x = norm(x + sublayer(x)), the norms in place
-  product(w.qkv_self, x, N, qkv, 3 * E_, Into::Set);
-  self_attend(l, N, t, M);
-  product(w.out_self, ctx, N, x, E_, Into::Residual);
-  norm_rows(*d.norm1, x, x, N);
-  product(w.q_cross, x, N, qkv, E_, Into::Set);
-  cross_attend(l, rows, N);
-  product(w.out_cross, ctx, N, x, E_, Into::Residual);
-  norm_rows(*d.norm2, x, x, N);
-  product(w.ff1, x, N, ff, F_, act, gelu);
-  product(w.ff2, ff, N, x, E_, Into::Residual);
-  norm_rows(*d.norm3, x, x, N);
+  product(part, w.qkv_self, x, N, qkv, 3 * E_, Into::Set);
+  self_attend(part, l, t, M);
+  product(part, w.out_self, ctx, N, x, E_, Into::Residual);
+  norm_rows(part, *d.norm1, x, x);
+  product(part, w.q_cross, x, N, qkv, E_, Into::Set);
+  cross_attend(part, l, rows);
+  product(part, w.out_cross, ctx, N, x, E_, Into::Residual);
+  norm_rows(part, *d.norm2, x, x);
+  product(part, w.ff1, x, N, ff, F_, act, gelu);
+  product(part, w.ff2, ff, N, x, E_, Into::Residual);
+  norm_rows(part, *d.norm3, x, x);
 }
 
 const StepTop& TransformerStepDecoder::step(const std::vector<int64_t>& rows, DecoderState& state,
@@ -278,10 +312,9 @@ const StepTop& TransformerStepDecoder::step(const std::vector<int64_t>& rows, De
   }
   slot_ = state.data("self_slot"), slot_stride_ = state.buffer("self_slot").size(1);
   const int64_t M = state.max_rows();
-  // One parallel region for the whole step: every phase is an omp for, so the
-  // threads meet at a barrier between phases instead of starting a team per
-  // product (the team starts, and the serial layer norms and residual adds
-  // between them, were a fifth of a batch-64 greedy search; perf, 2026-11-28).
+  // One parallel region for the whole step, its work split as Part says:
+  // starting a team per product, with the layer norms and residual adds
+  // between them serial, was a fifth of a batch-64 greedy search (perf, 2026-11-28).
   const bool par = num_threads() > 1 && N * E_ * V_ >= (int64_t(1) << 17);
   const int threads = par ? num_threads() : 1;
   reserve(N, t, threads);
@@ -289,9 +322,11 @@ const StepTop& TransformerStepDecoder::step(const std::vector<int64_t>& rows, De
   logits_.begin(N, k, threads, out_);
 #pragma omp parallel num_threads(threads)
   {
-    locate_and_embed(state, prev, N, t);
-    for (int64_t l = 0; l < L_; ++l) layer(l, rows, N, t, M);
-    if (m_.decoder_stack().norm) norm_rows(*m_.decoder_stack().norm, x_.data(), h_.data(), N);
+    const Part part = this->part(N, omp_get_thread_num(), omp_get_num_threads());
+    locate_and_embed(part, prev, M, t);
+    for (int64_t l = 0; l < L_; ++l) layer(part, l, rows, N, t, M);
+    if (m_.decoder_stack().norm) norm_rows(part, *m_.decoder_stack().norm, x_.data(), h_.data());
+#pragma omp barrier
     logits_.tiles(m_.decoder_stack().norm ? h_.data() : x_.data(), E_, omp_get_thread_num());
     logits_.merge(omp_get_thread_num(), omp_get_num_threads(), out_);
   }
