@@ -27,6 +27,7 @@ inline int64_t pos(const HeadRows& r, int64_t j) { return r.offsets ? r.offsets[
 // Fetches position j's rows of every head into the cache (j < n). A row's
 // positions lie far apart in the search's cache (the slots of all rows
 // between them), so the hardware prefetchers do not see them coming.
+constexpr int64_t kAhead = 6;  // positions fetched ahead
 inline void prefetch_position(const HeadRows& r, const float* base, int64_t j) {
   const float* x = base + pos(r, j);
   for (int64_t h = 0; h < r.H; ++h)
@@ -37,9 +38,9 @@ inline void prefetch_position(const HeadRows& r, const float* base, int64_t j) {
 // keys are read together; two positions at a time for independent chains
 void scores(const HeadRows& r) {
   const int64_t vec = r.hd / kLanes * kLanes;
-  for (int64_t j = 0; j < 2 && j < r.n; ++j) prefetch_position(r, r.keys, j);
+  for (int64_t j = 0; j < kAhead && j < r.n; ++j) prefetch_position(r, r.keys, j);
   for (int64_t j = 0; j < r.n; j += 2) {
-    for (int64_t f = j + 2; f < j + 4 && f < r.n; ++f) prefetch_position(r, r.keys, f);
+    for (int64_t f = j + kAhead; f < j + kAhead + 2 && f < r.n; ++f) prefetch_position(r, r.keys, f);
     const bool two = j + 1 < r.n;
     const float* k0 = r.keys + pos(r, j);
     const float* k1 = two ? r.keys + pos(r, j + 1) : k0;
@@ -93,9 +94,9 @@ void context_block(const HeadRows& r, int64_t d0) {
 #pragma GCC unroll 16
   for (int v = 0; v < NV; ++v) acc[v] = zero();
   if (d0 == 0)
-    for (int64_t j = 0; j < 2 && j < r.n; ++j) prefetch_position(r, r.values, j);
+    for (int64_t j = 0; j < kAhead && j < r.n; ++j) prefetch_position(r, r.values, j);
   for (int64_t j = 0; j < r.n; ++j) {
-    if (d0 == 0 && j + 2 < r.n) prefetch_position(r, r.values, j + 2);
+    if (d0 == 0 && j + kAhead < r.n) prefetch_position(r, r.values, j + kAhead);
     const float* x = r.values + pos(r, j);
 #pragma GCC unroll 16
     for (int v = 0; v < NV; ++v) acc[v] = fmadd(set1(w[v][j]), load(x + at[v]), acc[v]);
