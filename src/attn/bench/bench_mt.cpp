@@ -301,21 +301,21 @@ void emit_compute_speedups(const std::vector<nlohmann::json>& lines, const std::
   }
 }
 
-// The sgemm rate at n = 2048, measured once per suite when a figure needs it
-double square_sgemm(std::optional<double>& rate, const BenchOptions& opt) {
-  if (!rate) rate = sgemm_line(2048, 2048, 2048, "square", opt);
-  return *rate;
-}
+// The sgemm rate at n = 2048, measured right after the figure it is held to
+// (before the peer runs). Measured once per suite, after the first figure, it
+// was up to minutes older than the later figures: this shared machine's rate
+// drifts by 20% from minute to minute, and a figure's fraction drifted with it.
+double square_sgemm(const BenchOptions& opt) { return sgemm_line(2048, 2048, 2048, "square", opt); }
 
 }  // namespace
 
 void bench_mt_train(const BenchOptions& opt, const std::vector<std::string>& shapes, const std::vector<int64_t>& batches) {
   set_num_threads(opt.threads);
-  std::optional<double> square;
   for (const std::string& name : shapes)
     for (int64_t batch : batches) {
       const nlohmann::json j = train_line(opt, name, batch);
       emit(j);
+      const double square = j.contains("flops") ? square_sgemm(opt) : 0.0;
       std::vector<nlohmann::json> peer;
       if (opt.run_peers)
         peer = run_peer(opt, peer_of(name), "--mode train --model " + name + " --batch " + std::to_string(batch) +
@@ -328,14 +328,13 @@ void bench_mt_train(const BenchOptions& opt, const std::vector<std::string>& sha
       for (int64_t L : lengths_of(batch, opt)) Ns += L;
       const double products = sgemm_products_line(transformer_train_products(*transformer_dims(c), Ns, Ns + batch),
                                                   "train step", opt);
-      emit_rates(j, peer, "tgt_tokens_per_s", {square_sgemm(square, opt), at_shape, products});
+      emit_rates(j, peer, "tgt_tokens_per_s", {square, at_shape, products});
     }
 }
 
 void bench_mt_decode(const BenchOptions& opt, const std::vector<std::string>& shapes, const std::vector<int64_t>& batches,
                      const std::vector<int>& beams) {
   set_num_threads(opt.threads);
-  std::optional<double> square;
   for (const std::string& name : shapes) {
     models::ModelConfig c = shape(name);
     Rng init(1);
@@ -354,6 +353,7 @@ void bench_mt_decode(const BenchOptions& opt, const std::vector<std::string>& sh
             emit(lines.back());
           }
         }
+        const double square = lines[0].contains("flops") ? square_sgemm(opt) : 0.0;
         std::vector<nlohmann::json> peer;
         const std::string peer_args = "--mode decode --model " + name + " --batch " + std::to_string(batch) +
                                       " --beam " + std::to_string(beam) + " --lengths " + opt.lengths;
@@ -368,7 +368,7 @@ void bench_mt_decode(const BenchOptions& opt, const std::vector<std::string>& sh
         const double products =
             sgemm_products_line(transformer_step_products(*transformer_dims(c), batch * beam), "decode step", opt);
         for (const nlohmann::json& j : lines)
-          emit_rates(j, peer, "sents_per_s", {square_sgemm(square, opt), at_shape, products});
+          emit_rates(j, peer, "sents_per_s", {square, at_shape, products});
       }
   }
 }
