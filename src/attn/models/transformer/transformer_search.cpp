@@ -108,7 +108,7 @@ private:
                Into into, bool gelu = false);
   // qkv_ [N, 3E] -> ctx_ [N, E]; position t of every row written into layer l's cache
   void self_attend(const Part& part, int64_t l, int64_t t, int64_t M);
-  // q (qkv_'s first E columns) -> ctx_ [N, E]; the reported map when l is its layer
+  // q_ [N, E] -> ctx_ [N, E]; the reported map when l is its layer
   void cross_attend(const Part& part, int64_t l, const std::vector<int64_t>& rows);
   // x_ [N, E] through decoder layer l (pre- or post-norm residuals)
   void layer(const Part& part, int64_t l, const std::vector<int64_t>& rows, int64_t N, int64_t t, int64_t M);
@@ -133,11 +133,14 @@ private:
   std::vector<const float*> cross_k_, cross_v_;  // [L] the memory's [B, H, S, hd] keys and values
   int64_t map_layer_ = -1, map_head_ = -1;  // the reported map: 0-based layer, head 1..H or 0 (mean)
   // A step's buffers (reserve()): the residual stream x_ [N, E], its norm h_
-  // [N, E], the products' qkv_ [N, 3E] (cross-attention: the queries [N, E]),
-  // ctx_ [N, E] and ff_ [N, F]; the weights probs_ [N, H, max(S, t + 1)];
+  // [N, E], the products' qkv_ [N, 3E] and q_ [N, E] (the cross-attention's
+  // queries), ctx_ [N, E] and ff_ [N, F]; the weights probs_ [N, H, W_], W_ =
+  // max(S, t + 1). Each buffer has one row stride for every phase: a thread that
+  // keeps its rows writes its rows only while the other thread reads its own.
   // offsets_ [N, t + 1] where each row's positions 0..t lie in the caches
   // (floats from a cache's start, head 0); per thread a product's tile [N, kUnit]
-  std::vector<float> x_, h_, qkv_, ctx_, ff_, probs_;
+  std::vector<float> x_, h_, qkv_, q_, ctx_, ff_, probs_;
+  int64_t W_ = 0;
   std::vector<std::vector<float>> tiles_;
   std::vector<int64_t> offsets_;
   std::vector<float*> self_k_, self_v_;  // [L] this step's caches [T', M, E]
@@ -152,7 +155,8 @@ void TransformerStepDecoder::reserve(int64_t N, int64_t t, int threads) {
     if (int64_t(v.size()) < n) v.resize(size_t(n));
   };
   at_least(x_, N * E_), at_least(h_, N * E_), at_least(qkv_, N * 3 * E_), at_least(ctx_, N * E_);
-  at_least(ff_, N * F_), at_least(probs_, N * H_ * std::max(S_, t + 1));
+  W_ = std::max(S_, t + 1);
+  at_least(q_, N * E_), at_least(ff_, N * F_), at_least(probs_, N * H_ * W_);
   if (int64_t(tiles_.size()) < threads) tiles_.resize(size_t(threads)), own_.resize(size_t(threads));
   for (auto& tile : tiles_) at_least(tile, N * nn::StepLinear::kUnit);
   offsets_.resize(size_t(N * (t + 1)));
@@ -218,7 +222,7 @@ void TransformerStepDecoder::product(const Part& part, const PreparedLinear& p, 
 
 void TransformerStepDecoder::self_attend(const Part& part, int64_t l, int64_t t, int64_t M) {
   float *K = self_k_[size_t(l)], *Vc = self_v_[size_t(l)];
-  const int64_t W = std::max(S_, t + 1);
+  const int64_t W = W_;
   for (int64_t i = part.r0; i < part.r1; ++i) {
     const float* row = qkv_.data() + i * 3 * E_;  // queries (scaled), keys, values
     const int64_t at = (t * M + i) * E_;          // position t of row i: slot [t, i]
@@ -233,12 +237,12 @@ void TransformerStepDecoder::self_attend(const Part& part, int64_t l, int64_t t,
 }
 
 void TransformerStepDecoder::cross_attend(const Part& part, int64_t l, const std::vector<int64_t>& rows) {
-  const int64_t W = S_;  // the weights [N, H, S]
+  const int64_t W = W_;
   for (int64_t i = part.r0; i < part.r1; ++i) {
     const int64_t b = rows[size_t(i)];
     kernels::mha::HeadRows r;
     r.H = H_, r.hd = hd_, r.n = len_[size_t(b)], r.head_stride = S_ * hd_, r.pos_stride = hd_;
-    r.q = qkv_.data() + i * E_, r.keys = cross_k_[size_t(l)] + b * H_ * S_ * hd_;
+    r.q = q_.data() + i * E_, r.keys = cross_k_[size_t(l)] + b * H_ * S_ * hd_;
     r.values = cross_v_[size_t(l)] + b * H_ * S_ * hd_;
     r.p = probs_.data() + i * H_ * W, r.ldp = W, r.ctx = ctx_.data() + i * E_;
     if (r.n > 0) kernels::mha::attend(r);
@@ -258,38 +262,33 @@ void TransformerStepDecoder::cross_attend(const Part& part, int64_t l, const std
   part.sync();
 }
 
-void TransformerStepDecoder::layer(const Part& part, int64_t l, const std::vector<int64_t>& rows, int64_t N, int64_t t, int64_t M) {
+void TransformerStepDecoder::layer(const Part& part, int64_t l, const std::vector<int64_t>& rows, int64_t N, int64_t t,
+                                   int64_t M) {
   const nn::TransformerDecoderLayer& d = *m_.decoder_stack().layers[size_t(l)];
   const PreparedDecoderLayer& w = p_->layers[size_t(l)];
   const bool gelu = d.options.activation == Activation::GELU;
   const Into act = gelu ? Into::Set : Into::Relu;  // the feed-forward's first product
-  float *x = x_.data(), *h = h_.data(), *qkv = qkv_.data(), *ctx = ctx_.data(), *ff = ff_.data();
-  if (d.options.norm_first) {  // x += sublayer(norm(x))
-    norm_rows(part, *d.norm1, x, h);
-    product(part, w.qkv_self, h, N, qkv, 3 * E_, Into::Set);
-    self_attend(part, l, t, M);
-    product(part, w.out_self, ctx, N, x, E_, Into::Residual);
-    norm_rows(part, *d.norm2, x, h);
-    product(part, w.q_cross, h, N, qkv, E_, Into::Set);
-    cross_attend(part, l, rows);
-    product(part, w.out_cross, ctx, N, x, E_, Into::Residual);
-    norm_rows(part, *d.norm3, x, h);
-    product(part, w.ff1, h, N, ff, F_, act, gelu);
-    product(part, w.ff2, ff, N, x, E_, Into::Residual);
-    return;
-  }
-  // post-norm: x = norm(x + sublayer(x)), the norms in place
-  product(part, w.qkv_self, x, N, qkv, 3 * E_, Into::Set);
+  float *x = x_.data(), *h = h_.data(), *qkv = qkv_.data(), *q = q_.data(), *ctx = ctx_.data(), *ff = ff_.data();
+  // pre-norm: x += sublayer(norm(x)); post-norm: x = norm(x + sublayer(x)), in place
+  const bool pre = d.options.norm_first;
+  auto input = [&](const nn::LayerNorm& n) {
+    if (pre) norm_rows(part, n, x, h);
+    return pre ? h : x;
+  };
+  auto output = [&](const nn::LayerNorm& n) {
+    if (!pre) norm_rows(part, n, x, x);
+  };
+  product(part, w.qkv_self, input(*d.norm1), N, qkv, 3 * E_, Into::Set);
   self_attend(part, l, t, M);
   product(part, w.out_self, ctx, N, x, E_, Into::Residual);
-  norm_rows(part, *d.norm1, x, x);
-  product(part, w.q_cross, x, N, qkv, E_, Into::Set);
+  output(*d.norm1);
+  product(part, w.q_cross, input(*d.norm2), N, q, E_, Into::Set);
   cross_attend(part, l, rows);
   product(part, w.out_cross, ctx, N, x, E_, Into::Residual);
-  norm_rows(part, *d.norm2, x, x);
-  product(part, w.ff1, x, N, ff, F_, act, gelu);
+  output(*d.norm2);
+  product(part, w.ff1, input(*d.norm3), N, ff, F_, act, gelu);
   product(part, w.ff2, ff, N, x, E_, Into::Residual);
-  norm_rows(part, *d.norm3, x, x);
+  output(*d.norm3);
 }
 
 const StepTop& TransformerStepDecoder::step(const std::vector<int64_t>& rows, DecoderState& state,
