@@ -51,10 +51,12 @@ supp=$src/tests/sanitizers
 #  - training with 2 threads end to end: the optimisers and gradient clipping
 #    (parallel loops), checkpoints and resume (Trainer, Resume, CheckpointSlot);
 #  - the server: std::thread workers, the batcher, httplib's connection threads
-#    (Serve, ServeBatching, ServeProcess runs `attn serve` itself).
-TSAN_TESTS='^(IsaDispatch|Rnn[A-Za-z]*|(All/)?LuongLoop|(All/)?LuongSearchStep|RowsGemm|Gemm|VocabTopK|FusedAttention|SdpaPacked|FusedVsMaterialized|MultiHeadPacked|Pool|Trainer|Resume|CheckpointSlot|Serve|ServeBatching|ServeProcess)[./]'
+#    (Serve, ServeBatching, ServeProcess runs `attn serve` itself);
+#  - the Transformer's search step on two threads, its rows kept per thread and
+#    its products split by column units (Transformer.CachedStep...OnEveryThread).
+TSAN_TESTS='^(IsaDispatch|Rnn[A-Za-z]*|(All/)?LuongLoop|(All/)?LuongSearchStep|RowsGemm|Gemm|VocabTopK|FusedAttention|SdpaPacked|FusedVsMaterialized|MultiHeadPacked|Pool|Trainer|Resume|CheckpointSlot|Serve|ServeBatching|ServeProcess)[./]|^Transformer\.CachedStepEqualsRecomputedPrefixOnEveryThread$'
 # ... and the files that hold them: the TSan build compiles only these tests.
-TSAN_TEST_FILES='isa_dispatch;models;luong_decoder;luong_search;rnn;rnn_kernels;search_step;gemm;attention_fused;sdpa_packed;pool;trainer;resume;checkpoint_slot;serve;serve_batching;serve_process'
+TSAN_TEST_FILES='isa_dispatch;models;luong_decoder;luong_search;rnn;rnn_kernels;search_step;gemm;attention_fused;sdpa_packed;pool;trainer;resume;checkpoint_slot;serve;serve_batching;serve_process;transformer'
 
 llvm_lib=$(dirname "$(readlink -f "$(command -v clang++)")")/../lib
 
