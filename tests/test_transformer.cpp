@@ -178,7 +178,8 @@ TEST(Transformer, CachedStepEqualsRecomputedPrefix) {
 // (a'') a model large enough that the step runs on every thread
 // (transformer_search.cpp): with few rows the products split their column
 // units across the threads, with many each thread keeps its rows through
-// every phase; both against step()'s recomputation, pre- and post-norm
+// every phase; both against step()'s recomputation, pre- and post-norm, and in
+// int8 / bf16 both splits give a sentence's row the same numbers
 TEST(Transformer, CachedStepEqualsRecomputedPrefixOnEveryThread) {
   for (const std::string norm : {"pre", "post"}) {
     Rng init(6);
@@ -195,6 +196,39 @@ TEST(Transformer, CachedStepEqualsRecomputedPrefixOnEveryThread) {
     for (const auto* rows : {&few, &many}) {
       SCOPED_TRACE(norm + "-norm, rows " + std::to_string(rows->size()));
       (void)expect_cached_equals_recomputed(*m, b, *rows, 5, "cross.layer2.mean");
+    }
+    // int8 / bf16: a row's numbers do not depend on the split (activations are
+    // quantised per row), so a sentence's row in the 30-row search (rows kept
+    // per thread, each thread converting its own rows) equals its row in the
+    // 14-row one (column units split, the rows converted by both threads)
+    for (nn::StepWeightType type : {nn::StepWeightType::I8, nn::StepWeightType::BF16}) {
+      SCOPED_TRACE(norm + "-norm, type " + std::to_string(int(type)));
+      NoGradGuard no_grad;
+      const auto prepared = m->prepare_decoder(30, type);
+      const models::Encoded e = m->encode_for_search(b.src, b.lengths, prepared.get());
+      std::vector<std::vector<float>> log_p;  // per search: [rows * V] of the step
+      std::vector<std::vector<int64_t>> searched = {few, many};
+      std::vector<std::unique_ptr<models::StepDecoder>> decs;
+      std::vector<models::DecoderState> states;
+      for (const auto& rows : searched) {
+        decs.push_back(m->decoder(e.memory, 30, prepared));
+        states.push_back(decs.back()->start(models::select_rows(e.state, rows), int64_t(rows.size()), 4));
+      }
+      for (int64_t t = 0; t < 4; ++t) {
+        std::vector<std::vector<std::pair<int, float>>> best(2);  // per search and row: the top token
+        for (size_t s = 0; s < 2; ++s) {
+          std::vector<int> prev;
+          for (int64_t r : searched[s]) prev.push_back(t == 0 ? 1 : int(4 + (r * 37 + t * 11) % 196));
+          const models::StepTop& out = decs[s]->step(searched[s], states[s], prev, 1, t);
+          for (size_t i = 0; i < searched[s].size(); ++i) best[s].push_back({out.tokens[i], out.log_probs[i]});
+        }
+        for (size_t i = 0; i < many.size(); ++i)
+          for (size_t j = 0; j < few.size(); ++j)
+            if (many[i] == few[j]) {
+              EXPECT_EQ(best[1][i].first, best[0][j].first) << "step " << t << " sentence " << many[i];
+              EXPECT_NEAR(best[1][i].second, best[0][j].second, 1e-5) << "step " << t << " sentence " << many[i];
+            }
+      }
     }
   }
 }
