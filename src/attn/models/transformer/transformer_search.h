@@ -23,9 +23,11 @@
 // the encoder is copied per beam); the vocabulary's top k through
 // models/step_logits.h. The attention map asked for (report_attention) is
 // copied out of the layer that computes it; no other map is formed.
-// A step is one parallel region: products split by column units (each unit's
-// bias, activation or residual add applied to its tile, kernels/tile_epilogue.h),
-// layer norms and attention by rows, a barrier between phases.
+// A step is one parallel region (each product unit's bias, activation or
+// residual add applied to its tile, kernels/tile_epilogue.h): with 12 or more
+// rows a thread, each thread keeps its block of rows through every phase and
+// the threads meet only before the logits; with fewer, the products split by
+// column units, the layer norms and attention by rows, a barrier between phases.
 #pragma once
 #include <memory>
 
