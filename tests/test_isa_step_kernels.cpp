@@ -93,37 +93,30 @@ TEST(IsaStepKernels, MultiHeadRowsEveryBuildMatchesTheReference) {
   }
 }
 
-// Luong's dot row: contiguous keys and keys at offsets, a window [lo, hi) inside
-// S (zeros outside), a key size that is not a multiple of any vector width
+// Luong's dot row: a window [lo, hi) inside S (zeros outside), a key size that
+// is not a multiple of any vector width
 TEST(IsaStepKernels, DotAttendEveryBuildMatchesTheReference) {
   Rng rng(12);
   const int64_t S = 11, K = 37, lo = 2, hi = 9;
   const std::vector<float> q = random_vec(K, rng, 0.3f), keys = random_vec(S * K, rng), values = random_vec(S * K, rng);
-  std::vector<int64_t> offsets;
-  for (int64_t j = 0; j < S; ++j) offsets.push_back(((j * 5) % S) * K);
-  for (bool with_offsets : {false, true}) {
-    std::vector<const float*> k, v;
-    for (int64_t j = lo; j < hi; ++j) {
-      const int64_t at = with_offsets ? offsets[size_t(j)] : j * K;
-      k.push_back(keys.data() + at), v.push_back(values.data() + at);
-    }
-    std::vector<double> pw, cw;
-    reference_attend(q.data(), k, v, K, pw, cw);
-    for (cpu::Isa isa : runnable_isas()) {
-      SCOPED_TRACE(std::string(cpu::isa_name(isa)) + (with_offsets ? " offsets" : " rows"));
-      namespace lk = models::luong_kernels;
-      auto fn = isa == cpu::Isa::avx512 ? lk::avx512::dot_attend
-                : isa == cpu::Isa::avx2 ? lk::avx2::dot_attend
-                                        : lk::scalar::dot_attend;
-      std::vector<float> a(S, NAN), c(K, NAN);
-      lk::DotAttend r;
-      r.K = K, r.Dv = K, r.S = S, r.lo = lo, r.hi = hi, r.q = q.data(), r.keys = keys.data(), r.values = values.data();
-      r.offsets = with_offsets ? offsets.data() : nullptr, r.a = r.w = a.data(), r.c = c.data();
-      fn(r);
-      for (int64_t j = 0; j < S; ++j)
-        EXPECT_NEAR(a[size_t(j)], j >= lo && j < hi ? pw[size_t(j - lo)] : 0.0, 2e-6) << "weight " << j;
-      for (int64_t i = 0; i < K; ++i) EXPECT_NEAR(c[size_t(i)], cw[size_t(i)], 2e-5) << "context " << i;
-    }
+  std::vector<const float*> k, v;
+  for (int64_t j = lo; j < hi; ++j) k.push_back(keys.data() + j * K), v.push_back(values.data() + j * K);
+  std::vector<double> pw, cw;
+  reference_attend(q.data(), k, v, K, pw, cw);
+  for (cpu::Isa isa : runnable_isas()) {
+    SCOPED_TRACE(cpu::isa_name(isa));
+    namespace lk = models::luong_kernels;
+    auto fn = isa == cpu::Isa::avx512 ? lk::avx512::dot_attend
+              : isa == cpu::Isa::avx2 ? lk::avx2::dot_attend
+                                      : lk::scalar::dot_attend;
+    std::vector<float> a(S, NAN), c(K, NAN);
+    lk::DotAttend r;
+    r.K = K, r.Dv = K, r.S = S, r.lo = lo, r.hi = hi, r.q = q.data(), r.keys = keys.data(), r.values = values.data();
+    r.a = r.w = a.data(), r.c = c.data();
+    fn(r);
+    for (int64_t j = 0; j < S; ++j)
+      EXPECT_NEAR(a[size_t(j)], j >= lo && j < hi ? pw[size_t(j - lo)] : 0.0, 2e-6) << "weight " << j;
+    for (int64_t i = 0; i < K; ++i) EXPECT_NEAR(c[size_t(i)], cw[size_t(i)], 2e-5) << "context " << i;
   }
 }
 

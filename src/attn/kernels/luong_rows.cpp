@@ -35,67 +35,6 @@ float gauss_at(int64_t j, float p, float inv_two_sigma2) {
   return __builtin_expf(-(d * d) * inv_two_sigma2);
 }
 
-
-using namespace simd;
-
-// Key / value j's first float: at base + offsets[j] when offsets is given, else base + j * stride
-inline const float* row_at(const float* base, const int64_t* offsets, int64_t j, int64_t stride) {
-  return base + (offsets ? offsets[j] : j * stride);
-}
-
-// a[j] = q . keys_j for j in [lo, hi): four keys at a time, each its own
-// accumulator (a dot product of one accumulator was a chain of dependent FMAs
-// and a reduction per key: the Transformer's search spent 11% of its time here)
-void scores(const DotAttend& r) {
-  int64_t j = r.lo;
-  const int64_t K = r.K, vec = K / kLanes * kLanes;
-  for (; j + 4 <= r.hi; j += 4) {
-    const float* k[4];
-    vf acc[4];
-    for (int u = 0; u < 4; ++u) k[u] = row_at(r.keys, r.offsets, j + u, K), acc[u] = zero();
-    for (int64_t d = 0; d < vec; d += kLanes) {
-      const vf q = load(r.q + d);
-      for (int u = 0; u < 4; ++u) acc[u] = fmadd(q, load(k[u] + d), acc[u]);
-    }
-    for (int u = 0; u < 4; ++u) {
-      float s = reduce_add(acc[u]);
-      for (int64_t d = vec; d < K; ++d) s += r.q[d] * k[u][d];
-      r.a[j + u] = s;
-    }
-  }
-  for (; j < r.hi; ++j) r.a[j] = dot(r.q, row_at(r.keys, r.offsets, j, K), K);
-}
-
-// c [Dv] = sum_j w[j] values_j over [lo, hi), in registers: blocks of up to
-// 8 vectors of the context, even and odd keys in two accumulators (two chains
-// of dependent FMAs instead of one)
-void context(const DotAttend& r) {
-  constexpr int64_t kBlock = 8 * kLanes;
-  const int64_t Dv = r.Dv, vec = Dv / kLanes * kLanes;
-  for (int64_t d0 = 0; d0 < vec; d0 += kBlock) {
-    const int nv = int((vec - d0 < kBlock ? vec - d0 : kBlock) / kLanes);
-    vf even[8], odd[8];
-    for (int v = 0; v < 8; ++v) even[v] = odd[v] = zero();
-    int64_t j = r.lo;
-    for (; j + 2 <= r.hi; j += 2) {
-      const float *x = row_at(r.values, r.offsets, j, Dv) + d0, *y = row_at(r.values, r.offsets, j + 1, Dv) + d0;
-      const vf wx = set1(r.w[j]), wy = set1(r.w[j + 1]);
-      for (int v = 0; v < nv; ++v) {
-        even[v] = fmadd(wx, load(x + v * kLanes), even[v]);
-        odd[v] = fmadd(wy, load(y + v * kLanes), odd[v]);
-      }
-    }
-    if (j < r.hi) {
-      const float* x = row_at(r.values, r.offsets, j, Dv) + d0;
-      const vf wx = set1(r.w[j]);
-      for (int v = 0; v < nv; ++v) even[v] = fmadd(wx, load(x + v * kLanes), even[v]);
-    }
-    for (int v = 0; v < nv; ++v) store(r.c + d0 + v * kLanes, add(even[v], odd[v]));
-  }
-  for (int64_t j = r.lo; j < r.hi; ++j)  // the last Dv mod kLanes floats
-    for (int64_t d = vec; d < Dv; ++d) r.c[d] += r.w[j] * row_at(r.values, r.offsets, j, Dv)[d];
-}
-
 }  // namespace
 
 void dot_attend(const DotAttend& r) {
@@ -103,27 +42,19 @@ void dot_attend(const DotAttend& r) {
   for (int64_t j = 0; j < r.S; ++j) r.w[j] = r.a[j] = 0.0f;
   for (int64_t d = 0; d < r.Dv; ++d) r.c[d] = 0.0f;
   if (lo >= hi) return;  // nothing visible: zero weights and context
-  scores(r);
-  // the softmax over [lo, hi), max-subtracted, exp 16 lanes at a time
-  float* a = r.a + lo;
-  const int64_t n = hi - lo;
-  const float mx = max_of(a, n);
-  const vf vmx = set1(mx);
-  vf vsum = zero();
-  int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) {
-    const vf e = simd::exp(sub(load(a + j), vmx));
-    store(a + j, e);
-    vsum = add(vsum, e);
+  float mx = -__builtin_inff();
+  for (int64_t j = lo; j < hi; ++j) {
+    const float s = r.a[j] = dot(r.q, r.keys + j * r.K, r.K);
+    mx = mx < s ? s : mx;
   }
-  float sum = reduce_add(vsum);
-  for (; j < n; ++j) sum += (a[j] = simd::exp(a[j] - mx));
+  float sum = 0.0f;
+  for (int64_t j = lo; j < hi; ++j) sum += (r.a[j] = __builtin_expf(r.a[j] - mx));
   const float inv = 1.0f / sum;
-  for (int64_t i = lo; i < hi; ++i) {
-    r.a[i] *= inv;
-    r.w[i] = r.gauss ? r.a[i] * gauss_at(i, r.p, r.inv_two_sigma2) : r.a[i];
+  for (int64_t j = lo; j < hi; ++j) {
+    r.a[j] *= inv;
+    r.w[j] = r.gauss ? r.a[j] * gauss_at(j, r.p, r.inv_two_sigma2) : r.a[j];
   }
-  context(r);
+  attention::detail::weighted_rows_add(r.w + lo, hi - lo, r.values + lo * r.Dv, r.Dv, r.Dv, r.c);
 }
 
 void dot_attend_backward(DotAttendBackward& r) {

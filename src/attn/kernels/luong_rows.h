@@ -23,11 +23,6 @@ struct DotAttend {
   const float* q = nullptr;       // [K]
   const float* keys = nullptr;    // [S, K] the row's sentence's keys
   const float* values = nullptr;  // [S, Dv]
-  // Optional [S]: position j's key at keys + offsets[j] and its value at
-  // values + offsets[j] (a cache whose positions lie in other rows' slots, as
-  // the Transformer's search keeps it; dot_attend only); null: the rows above,
-  // contiguous.
-  const int64_t* offsets = nullptr;
   bool gauss = false;             // local-p: multiply by g around p
   float p = 0.0f;                 // local-p's predicted position
   float inv_two_sigma2 = 0.0f;    // 1 / (2 sigma^2)

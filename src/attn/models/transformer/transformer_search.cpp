@@ -247,9 +247,9 @@ void TransformerStepDecoder::cross_attend(const Part& part, int64_t l, const std
     r.p = probs_.data() + i * H_ * W, r.ldp = W, r.ctx = ctx_.data() + i * E_;
     if (r.n > 0) kernels::mha::attend(r);
     else std::fill(r.ctx, r.ctx + E_, 0.0f);  // nothing to attend to (an empty source): zeros
-    for (int64_t h = 0; h < H_; ++h) std::fill(r.p + h * W + r.n, r.p + (h + 1) * W, 0.0f);
     if (l != map_layer_) continue;
     // the one map asked for: [N, S], zeros past each length
+    for (int64_t h = 0; h < H_; ++h) std::fill(r.p + h * W + r.n, r.p + (h + 1) * W, 0.0f);
     float* m = out_.attention.data() + i * S_;
     std::fill(m, m + S_, 0.0f);
     for (int64_t hh = 0; hh < H_; ++hh) {
