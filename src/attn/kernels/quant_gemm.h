@@ -20,9 +20,10 @@
 //   activations: rows of K4 * 4 bytes (int8; pads 128) or K2 * 2 bf16 (pads 0)
 // Which instructions run: AVX-512 VNNI (vpdpbusd zmm) or AVX-VNNI (ymm) for
 // int8, AVX-512 BF16 (vdpbf16ps) for bf16 where the CPU has them (the
-// `native` flags, from cpu::features()); otherwise int8 on AVX2's vpmaddubsw
-// (the AVX2 build) or the same arithmetic in portable loops (the reference the
-// tests hold the fast paths to).
+// `native` flags, from cpu::features()); otherwise, in the AVX2 build, int8 on
+// vpmaddubsw and bf16 on fp32 FMAs of the widened pairs (the same numbers), or
+// the same arithmetic in portable loops (the reference the tests hold the fast
+// paths to).
 #pragma once
 #include <cstdint>
 
@@ -54,8 +55,9 @@ struct Bf16Panels {
 // c[i, o - 32 p0] (+)= the products for rows i < m and the outputs o of panels
 // [p0, p1) (o < out): c points at the first panel's column 0, row stride ldc.
 // native: use the dot-product instructions (cpu::native_int8 / native_bf16 say
-// whether the CPU has them); without them, int8 in the AVX2 build runs on
-// vpmaddubsw (exact: intgemm's sign trick), elsewhere the portable loops.
+// whether the CPU has them); without them, the AVX2 build runs int8 on
+// vpmaddubsw (exact: intgemm's sign trick) and bf16 on FMAs (exact: each
+// product of two bf16 is a float), elsewhere the portable loops.
 ATTN_ISA_DECLARE(void quantize_rows(int64_t m, int64_t K, const float* a, int64_t lda, uint8_t* q, int64_t ldq,
                                     float* scale);
                  void gemm_s8(int64_t m, const uint8_t* q, int64_t ldq, const float* a_scale, const S8Panels& w,
