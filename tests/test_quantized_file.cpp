@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 #include <string>
 
 #include "attn/data/toy_tasks.h"
@@ -100,7 +101,21 @@ TEST(QuantizedFile, QuantizeWritesARunEveryCommandReads) {
   const CommandResult fp32 = run_attn("translate -m " + run + " --threads 1 -b 3", dir.path, text);
   const CommandResult i8 = run_attn("translate -m " + out + " --threads 1 -b 3 --compute int8", dir.path, text);
   ASSERT_EQ(i8.status, 0) << i8.err;
-  EXPECT_EQ(i8.out, fp32.out);  // the toy model's top tokens are far apart
+  // the int8 run translates as fp32 does but where the toy's two best tokens lie closer
+  // than int8's rounding: none of the 8 on Zen 4, one on a Zen 3 (whose AVX2 kernels
+  // train another toy). Not equal to quantising the fp32 file at load either: the file
+  // rounds every matrix, the embeddings too, which a search keeps in fp32.
+  auto lines = [](const std::string& t) {
+    std::vector<std::string> v;
+    std::istringstream in(t);
+    for (std::string l; std::getline(in, l);) v.push_back(l);
+    return v;
+  };
+  const std::vector<std::string> a = lines(i8.out), b = lines(fp32.out);
+  ASSERT_EQ(a.size(), b.size()) << i8.out;
+  int same = 0;
+  for (size_t i = 0; i < a.size(); ++i) same += a[i] == b[i];
+  EXPECT_GE(same, int(a.size()) - 1) << "int8:\n" << i8.out << "fp32:\n" << fp32.out;
   const CommandResult bf = run_attn("quantize " + run + " -o " + dir.path + "/bf16 --type bf16", dir.path, "");
   ASSERT_EQ(bf.status, 0) << bf.err;
   EXPECT_EQ(run_attn("explain -m " + dir.path + "/bf16 --threads 1", dir.path, text.substr(0, text.find('\n') + 1)).status, 0);
