@@ -206,7 +206,6 @@ TEST(Transformer, CachedStepEqualsRecomputedPrefixOnEveryThread) {
       NoGradGuard no_grad;
       const auto prepared = m->prepare_decoder(30, type);
       const models::Encoded e = m->encode_for_search(b.src, b.lengths, prepared.get());
-      std::vector<std::vector<float>> log_p;  // per search: [rows * V] of the step
       std::vector<std::vector<int64_t>> searched = {few, many};
       std::vector<std::unique_ptr<models::StepDecoder>> decs;
       std::vector<models::DecoderState> states;

@@ -73,8 +73,8 @@ void store_panel(const float* v, float s, const float* scale, float* c, int64_t 
   }
 }
 
-void bf16_panel_portable(int64_t m, const uint16_t* a, int64_t lda, const Bf16Panels& w, int64_t p, float* c,
-                         int64_t ldc, bool accumulate) {
+[[maybe_unused]] void bf16_panel_portable(int64_t m, const uint16_t* a, int64_t lda, const Bf16Panels& w,
+                                          int64_t p, float* c, int64_t ldc, bool accumulate) {
   const uint16_t* panel = w.data + p * w.K2 * kPanel * 2;
   const int64_t o0 = p * kPanel, cols = std::min(kPanel, w.out - o0);
   for (int64_t i = 0; i < m; ++i) {
@@ -353,16 +353,17 @@ void bf16_block_fma(const uint16_t* a, int64_t lda, const Bf16Panels& w, int64_t
   }
 }
 
-void bf16_panel_native(int64_t m, const uint16_t* a, int64_t lda, const Bf16Panels& w, int64_t p, float* c,
-                       int64_t ldc, bool accumulate) {
-  bf16_panel_portable(m, a, lda, w, p, c, ldc, accumulate);  // no bf16 dot product in AVX2: callers pass native = false
-}
-
 void bf16_panel_plain(int64_t m, const uint16_t* a, int64_t lda, const Bf16Panels& w, int64_t p, float* c,
                       int64_t ldc, bool accumulate) {
   in_row_blocks(m, [&](int64_t i, auto mr) {
     bf16_block_fma<mr.value>(a + i * lda, lda, w, p, c + i * ldc, ldc, accumulate);
   });
+}
+
+// AVX2 has no bf16 dot product (cpu::native_bf16 is false): the FMA kernel
+void bf16_panel_native(int64_t m, const uint16_t* a, int64_t lda, const Bf16Panels& w, int64_t p, float* c,
+                       int64_t ldc, bool accumulate) {
+  bf16_panel_plain(m, a, lda, w, p, c, ldc, accumulate);
 }
 
 // --- baseline: no dot-product instructions -----------------------------------
