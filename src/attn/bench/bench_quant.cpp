@@ -196,7 +196,7 @@ void bench_quant(const BenchOptions& opt) {
       ms["onednn-matmul bf16"] = onednn("onednn-matmul", "bf16", [&] { return onednn_matmul_ms(w, nullptr, x, opt); });
       emit({{"bench", "quant_gemm_vs_onednn"}, {"shape", s.what}, {"m", m},
             {"int8_attn_over_onednn_best",
-             std::min(ms["onednn-gemm int8"], ms["onednn-matmul int8"]) / ms["attn int8"]},
+             std::fmin(ms["onednn-gemm int8"], ms["onednn-matmul int8"]) / ms["attn int8"]},
             {"bf16_attn_over_onednn", ms["onednn-matmul bf16"] / ms["attn bf16"]},
             {"int8_attn_over_fp32_attn", ms["attn fp32"] / ms["attn int8"]}});
 #else
