@@ -52,7 +52,10 @@ MhaFn mha_build(cpu::Isa isa) {
 // Both layouts the search reads: a cache whose positions lie at offsets (all
 // heads of a position together) and a memory [H, n, hd] (head-major); head
 // sizes that fill whole vectors (64: a 16-vector block of the context with 4
-// heads) and that do not (20); odd and even n (positions go in pairs).
+// heads; on AVX2 8 vectors, one head), that do not (20), and of 32 and 16
+// floats (AVX2: 2 and 4 heads to a block; AVX-512: 8 heads, and one vector a
+// head); n of 1 to 12, with and without a remainder of the positions scored
+// four at a time.
 TEST(IsaStepKernels, MultiHeadRowsEveryBuildMatchesTheReference) {
   Rng rng(11);
   struct Case {
@@ -60,7 +63,7 @@ TEST(IsaStepKernels, MultiHeadRowsEveryBuildMatchesTheReference) {
     bool offsets;
   };
   for (const Case c : {Case{4, 64, 7, true}, Case{4, 64, 12, false}, Case{3, 20, 5, true}, Case{2, 20, 1, false},
-                       Case{8, 32, 9, true}}) {
+                       Case{8, 32, 9, true}, Case{16, 16, 6, false}, Case{4, 64, 3, true}}) {
     SCOPED_TRACE("H " + std::to_string(c.H) + " hd " + std::to_string(c.hd) + " n " + std::to_string(c.n));
     const int64_t E = c.H * c.hd, slots = 3;
     // offsets: position j of the row at slot (j * 7) % slots of a [n, slots, E] cache; else [H, n, hd]

@@ -177,6 +177,15 @@ inline vf select(vmask m, vf if_true, vf if_false) { return _mm512_mask_blend_ps
 inline unsigned bits(vmask m) { return unsigned(m); }  // lane i set -> bit i
 inline float reduce_add(vf v) { return _mm512_reduce_add_ps(v); }
 inline float reduce_max(vf v) { return _mm512_reduce_max_ps(v); }
+// out[0..3] = the lane sums of a, b, c and d (four dot products finished at once)
+inline __m256 add_halves(vf v) {
+  return _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+}
+inline void reduce_add4(vf a, vf b, vf c, vf d, float* out) {
+  const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(add_halves(a), add_halves(b)),
+                                     _mm256_hadd_ps(add_halves(c), add_halves(d)));
+  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+}
 // lane index 0..15 as floats
 inline vf iota() { return _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15); }
 // x * 2^n for integral-valued n
@@ -203,6 +212,11 @@ inline float reduce_add(vf v) {
   s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
   return _mm_cvtss_f32(s);
 }
+// out[0..3] = the lane sums of a, b, c and d (four dot products finished at once)
+inline void reduce_add4(vf a, vf b, vf c, vf d, float* out) {
+  const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+  _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(abcd), _mm256_extractf128_ps(abcd, 1)));
+}
 inline float reduce_max(vf v) {
   alignas(32) float lanes[kLanes];
   store(lanes, v);
@@ -226,6 +240,7 @@ inline vf zero() { return 0.0f; }
 inline unsigned bits(vmask m) { return m ? 1u : 0u; }
 inline float reduce_add(vf v) { return v; }
 inline float reduce_max(vf v) { return v; }
+inline void reduce_add4(vf a, vf b, vf c, vf d, float* out) { out[0] = a, out[1] = b, out[2] = c, out[3] = d; }
 inline vf iota() { return 0.0f; }
 #endif
 
