@@ -177,10 +177,11 @@ inline vf select(vmask m, vf if_true, vf if_false) { return _mm512_mask_blend_ps
 inline unsigned bits(vmask m) { return unsigned(m); }  // lane i set -> bit i
 inline float reduce_add(vf v) { return _mm512_reduce_add_ps(v); }
 inline float reduce_max(vf v) { return _mm512_reduce_max_ps(v); }
-// out[0..3] = the lane sums of a, b, c and d (four dot products finished at once)
+// the sum of v's two 8-float halves
 inline __m256 add_halves(vf v) {
   return _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
 }
+// out[0..3] = the lane sums of a, b, c and d (four dot products finished at once)
 inline void reduce_add4(vf a, vf b, vf c, vf d, float* out) {
   const __m256 abcd = _mm256_hadd_ps(_mm256_hadd_ps(add_halves(a), add_halves(b)),
                                      _mm256_hadd_ps(add_halves(c), add_halves(d)));
