@@ -14,6 +14,7 @@
 #include <string>
 
 #include "attn/autograd/ops_dropout.h"
+#include "attn/kernels/dropout_hash.h"
 #include "attn/nn/positional_embedding.h"
 #include "attn/nn/transformer_stacks.h"
 #include "gradcheck.h"
@@ -284,7 +285,8 @@ TEST(TransformerGelu, MatchesErfFormula) {
 
 // The counter-based dropout: about p of the elements dropped, the rest scaled by
 // 1/(1-p); the same seed gives the same pattern, another seed another; the
-// gradient is the output's pattern.
+// gradient is the output's pattern; each element is kept exactly when the
+// defining hash (dropout_draw of the row's key) says so, in every ISA build.
 TEST(TransformerDropout, HashedPatternRateAndGradient) {
   Rng rng(3);
   Tensor x = Tensor::ones({64, 1000}).set_requires_grad();
@@ -294,6 +296,9 @@ TEST(TransformerDropout, HashedPatternRateAndGradient) {
     ASSERT_TRUE(a.data()[i] == 0.0f || std::fabs(a.data()[i] - 1.0f / 0.7f) < 1e-6f) << i;
     dropped += a.data()[i] == 0.0f;
     same += a.data()[i] == c.data()[i];
+    const uint32_t key = attention::detail::dropout_row_key(42, uint64_t(i / 1000));
+    const bool keep = attention::detail::dropout_draw(key, uint64_t(i % 1000)) >= attention::detail::dropout_threshold(0.3f);
+    ASSERT_EQ(a.data()[i] != 0.0f, keep) << i;
   }
   EXPECT_NEAR(double(dropped) / double(a.numel()), 0.3, 0.01);
   EXPECT_LT(same, a.numel() * 0.7);  // independent patterns agree on ~0.3^2 + 0.7^2 = 58%

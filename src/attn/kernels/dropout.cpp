@@ -2,6 +2,8 @@
 // integer hash vectorises per instruction set; every build draws the same pattern.
 #include "attn/kernels/dropout.h"
 
+#include <bit>
+
 #include "attn/cpu/threading.h"
 #include "attn/kernels/dropout_hash.h"
 #include "attn/simd/vec.h"  // ATTN_SIMD_ISA, the namespace of this build
@@ -25,7 +27,12 @@ void apply(const float* x, float* out, int64_t rows, int64_t n, float p, uint64_
       h ^= h >> 13;
       h *= 0xc2b2ae35u;
       h ^= h >> 16;
-      orow[j] = (h >> 8) >= threshold ? xr[j] * scale : 0.0f;
+      // kept & an all-ones or all-zeros mask, not `keep ? x * scale : 0`: GCC 12
+      // does not if-convert that float select, and the loop ran scalar with a
+      // branch that mispredicted at dropped elements (7% of a Transformer
+      // training step on Zen 3).
+      const uint32_t mask = 0u - uint32_t((h >> 8) >= threshold);
+      orow[j] = std::bit_cast<float>(std::bit_cast<uint32_t>(xr[j] * scale) & mask);
     }
   }
 }
