@@ -6,7 +6,10 @@
 // -ffast-math; a recurrent gate loop evaluates three or four of them per element
 // and an attention row one per score, so they would dominate. These are
 // branch-free straight-line code: the float form vectorises inside
-// `#pragma omp simd` loops, the vf form is called from hand-vectorised kernels.
+// `#pragma omp simd` loops (on AVX2 and the baseline only because the ISA
+// kernels compile with -fno-trapping-math, CMakeLists.txt: tanh's select between
+// two computed values is not if-converted otherwise), the vf form is called from
+// hand-vectorised kernels.
 //
 //   exp(x)            Cephes expf (S. L. Moshier, Cephes Math Library): n = x / ln2
 //                     rounded to nearest, r = x - n ln2 (|r| <= ln2/2), e^r = 1 + r +
