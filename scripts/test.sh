@@ -20,7 +20,8 @@ BROWSER_TESTS='^browser\.'  # the page does not depend on the instruction set
 # Tests of processes, files and packaging, not of kernels: run once, at the machine's instruction set.
 # MpiTrain: `mpirun --oversubscribe -np 2` jobs (tests/test_mpi_train.cpp, ~40 s; as root, CI's
 # container, with --allow-run-as-root, which the test adds when it runs as root).
-PROCESS_TESTS='^(install|KillResume|HostileIo|FullDisk|ServeHostile|ServeProcess|MpiTrain)\.'
+# isa.*: the kernel objects' symbols and the compiler's vectorisation reports, not a run.
+PROCESS_TESTS='^(install|isa|KillResume|HostileIo|FullDisk|ServeHostile|ServeProcess|MpiTrain)\.'
 ./attn --version  # what the figures below ran on
 # 2 test processes: the parity tests spend most of their time starting python.
 # Passive OpenMP waits: two test processes share 2 cores, and spinning
