@@ -27,8 +27,9 @@ void apply(const float* x, float* out, int64_t rows, int64_t n, float p, uint64_
       h ^= h >> 13;
       h *= 0xc2b2ae35u;
       h ^= h >> 16;
-      // kept & an all-ones or all-zeros mask, not `keep ? x * scale : 0`: GCC 12
-      // does not if-convert that float select, and the loop ran scalar with a
+      // kept & an all-ones or all-zeros mask, not `keep ? x[j] * scale : 0`: that
+      // loads x[j] under the condition, which GCC 12 will not if-convert without
+      // masked loads (AVX-512 has them), so on AVX2 the loop ran scalar with a
       // branch that mispredicted at dropped elements (7% of a Transformer
       // training step on Zen 3).
       const uint32_t mask = 0u - uint32_t((h >> 8) >= threshold);
