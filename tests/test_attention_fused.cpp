@@ -14,7 +14,7 @@
 #include "attention_reference.h"
 #include "oracle.h"
 
-namespace attn::testing {
+namespace attn::testing::attention_fused_test {
 namespace {
 using namespace attn::attention;
 
@@ -280,4 +280,4 @@ TEST(FusedAttention, RejectsBadShapes) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::attention_fused_test

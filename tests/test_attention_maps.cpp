@@ -21,7 +21,7 @@
 #include "serve_test_util.h"
 #include "train_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::attention_maps_test {
 namespace {
 
 using nlohmann::json;
@@ -260,4 +260,4 @@ TEST(AttentionMaps, CommandsRefuseAnUnknownMap) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::attention_maps_test

@@ -11,7 +11,7 @@
 #include "attn/nn/attention_layer.h"
 #include "oracle.h"
 
-namespace attn::testing {
+namespace attn::testing::attention_oracle_test {
 namespace {
 using namespace attn::attention;
 
@@ -178,4 +178,4 @@ TEST(WorkedExample, GeneralAttentionOfSeed002) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::attention_oracle_test

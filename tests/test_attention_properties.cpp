@@ -6,7 +6,7 @@
 #include "attn/attention/attention.h"
 #include "oracle.h"
 
-namespace attn::testing {
+namespace attn::testing::attention_properties_test {
 namespace {
 using namespace attn::attention;
 
@@ -115,4 +115,4 @@ TEST(AttentionProperties, WideLocalWindowIsGlobal) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::attention_properties_test

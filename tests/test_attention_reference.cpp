@@ -15,7 +15,7 @@
 #include "attn/tensor/random.h"
 #include "compare.h"
 
-namespace attn::testing {
+namespace attn::testing::attention_reference_test {
 namespace {
 
 struct AdditiveCase {
@@ -113,4 +113,4 @@ INSTANTIATE_TEST_SUITE_P(Paths, AdditiveStepReference, ::testing::ValuesIn(kAddi
                          [](const ::testing::TestParamInfo<AdditiveCase>& i) { return std::string(i.param.label); });
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::attention_reference_test

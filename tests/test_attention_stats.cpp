@@ -6,7 +6,7 @@
 
 #include "attn/decode/attention_stats.h"
 
-namespace attn::testing {
+namespace attn::testing::attention_stats_test {
 namespace {
 
 TEST(AttentionStats, EntropyAndCopyAlignmentOfKnownRows) {
@@ -41,4 +41,4 @@ TEST(AttentionStats, EntropyAndCopyAlignmentOfKnownRows) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::attention_stats_test

@@ -15,7 +15,7 @@
 #include "attn/bench/mt_flops.h"
 #include "train_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::bench_mt_test {
 namespace {
 
 TEST(TorchPeerBench, LuongTrainAndDecodeRunBesideTheSameShapedPeer) {
@@ -191,4 +191,4 @@ TEST(TorchPeerBench, TransformerTrainAndDecodeRunBesideTheSameShapedPeer) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::bench_mt_test

@@ -20,7 +20,7 @@
 #include "caption_run.h"
 #include "train_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::caption_e2e_test {
 namespace {
 
 std::vector<nlohmann::json> records(const std::string& run, const std::string& type) {
@@ -164,4 +164,4 @@ TEST(CaptionTask, ImageCacheBatchMatchesLoadInput) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::caption_e2e_test

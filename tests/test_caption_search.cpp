@@ -41,7 +41,7 @@
 #include "step_compare.h"
 #include "step_top_check.h"
 
-namespace attn::testing {
+namespace attn::testing::caption_search_test {
 namespace {
 
 using models::ImageAttention;
@@ -290,4 +290,4 @@ TEST(CaptionSearchStep, RejectsBadInput) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::caption_search_test

@@ -24,7 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kConfig = R"({"in": 5, "hidden": 4, "out": 3})";
+const char* kSlotConfig = R"({"in": 5, "hidden": 4, "out": 3})";
 
 struct StopSave {};  // thrown by the hook: the save stops there
 
@@ -41,7 +41,7 @@ struct StopAt {
 void save(const std::string& dir, const TinyNet& m, int64_t step) {
   train::CheckpointSave cs;
   cs.model = &m;
-  cs.config_json = kConfig;
+  cs.config_json = kSlotConfig;
   cs.trainer.step = step;
   train::save_checkpoint_slot(dir, cs);
 }

@@ -10,7 +10,7 @@
 
 #include "compare.h"
 
-namespace attn::testing {
+namespace attn::testing::compare_test {
 namespace {
 
 const float kNaNf = std::numeric_limits<float>::quiet_NaN();
@@ -157,4 +157,4 @@ TEST(Compare, RoundingFloorPassesRoundingOnly) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::compare_test

@@ -18,7 +18,7 @@
 #include "attn/data/toy_tasks.h"
 #include "serve_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::compute_cli_test {
 namespace {
 
 using json = nlohmann::json;
@@ -154,4 +154,4 @@ TEST(ComputeCli, ServeStartsOnACaptionerInInt8) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::compute_cli_test

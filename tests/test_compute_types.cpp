@@ -32,7 +32,7 @@
 #include "step_compare.h"
 #include "reference_beam.h"
 
-namespace attn::testing {
+namespace attn::testing::compute_types_test {
 namespace {
 
 constexpr int64_t kVocab = kFusedVocab;
@@ -140,4 +140,4 @@ TEST(ComputeTypes, TheCaptionerPreparesEveryType) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::compute_types_test

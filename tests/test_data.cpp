@@ -29,16 +29,16 @@ namespace {
 const std::string kSample = std::string(ATTN_TEST_DIR) + "/data/tatoeba-eng-fra-2000.tsv";
 
 // A fresh directory per test, removed afterwards.
-class TempDir {
+class DataDir {
 public:
-  TempDir() {
+  DataDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     path_ = fs::temp_directory_path() / (std::string("attn_test_data_") + info->test_suite_name() + "_" +
                                          info->name() + "_" + std::to_string(::getpid()));
     fs::remove_all(path_);
     fs::create_directories(path_);
   }
-  ~TempDir() { fs::remove_all(path_); }
+  ~DataDir() { fs::remove_all(path_); }
   std::string file(const std::string& name) const { return (path_ / name).string(); }
 
 private:
@@ -90,7 +90,7 @@ TEST(Utf8, ValidatesShortestFormScalarValues) {
 // ---------------------------------------------------------------- line reading
 
 TEST(LineReader, PlainAndGzipGiveTheSameLines) {
-  TempDir dir;
+  DataDir dir;
   const std::vector<std::string> lines = {"first line", "", "ligne trois : été", "last"};
   write_lines(dir.file("a.txt"), lines, /*gzip=*/false);
   write_lines(dir.file("a.txt.gz"), lines, /*gzip=*/true);
@@ -105,7 +105,7 @@ TEST(LineReader, PlainAndGzipGiveTheSameLines) {
 }
 
 TEST(LineReader, LineEndings) {
-  TempDir dir;
+  DataDir dir;
   write_raw(dir.file("crlf.txt"), "a\r\nb\r\n");
   EXPECT_EQ(read_lines(dir.file("crlf.txt")), (std::vector<std::string>{"a", "b"}));
   write_raw(dir.file("nofinal.txt"), "a\nb");
@@ -121,7 +121,7 @@ TEST(LineReader, LineEndings) {
 }
 
 TEST(LineReader, InvalidUtf8NamesFileLineAndByte) {
-  TempDir dir;
+  DataDir dir;
   const std::string path = dir.file("bad.txt.gz");
   write_lines(path, {"ok", "fine", "caf\xe9 latin-1", "never read"}, true);
   const std::string msg = message_of<std::invalid_argument>([&] { read_lines(path); });
@@ -129,7 +129,7 @@ TEST(LineReader, InvalidUtf8NamesFileLineAndByte) {
 }
 
 TEST(LineReader, MissingAndTruncatedFilesThrow) {
-  TempDir dir;
+  DataDir dir;
   const std::string missing = dir.file("nope.txt");
   EXPECT_TRUE(contains(message_of<std::runtime_error>([&] { read_lines(missing); }), missing));
   std::vector<std::string> many(5000, "some text that compresses");
@@ -143,7 +143,7 @@ TEST(LineReader, MissingAndTruncatedFilesThrow) {
 // ---------------------------------------------------------------- parallel corpora
 
 TEST(ParallelCorpus, TwoFilesPlainAndGzip) {
-  TempDir dir;
+  DataDir dir;
   write_lines(dir.file("c.en"), {"Hello.", "Thanks!"}, false);
   write_lines(dir.file("c.fr.gz"), {"Bonjour.", "Merci !"}, true);
   const ParallelCorpus c = read_parallel(dir.file("c.en"), dir.file("c.fr.gz"));
@@ -153,7 +153,7 @@ TEST(ParallelCorpus, TwoFilesPlainAndGzip) {
 }
 
 TEST(ParallelCorpus, LineCountMismatchNamesBothFilesAndCounts) {
-  TempDir dir;
+  DataDir dir;
   write_lines(dir.file("m.en"), {"a", "b", "c"}, false);
   write_lines(dir.file("m.fr.gz"), {"a", "b"}, true);
   const std::string msg =
@@ -172,7 +172,7 @@ TEST(ParallelCorpus, TsvSampleAndColumns) {
   EXPECT_EQ(r.src[0], "Va !");
   EXPECT_EQ(r.tgt[0], "Go.");
 
-  TempDir dir;
+  DataDir dir;
   write_lines(dir.file("t.tsv.gz"), {"a\tb\tattribution", "only one field"}, true);
   const std::string msg = message_of<std::invalid_argument>([&] { read_tsv(dir.file("t.tsv.gz")); });
   EXPECT_TRUE(contains(msg, dir.file("t.tsv.gz") + ":2: expected at least 2 tab-separated fields, found 1")) << msg;
@@ -182,7 +182,7 @@ TEST(ParallelCorpus, TsvSampleAndColumns) {
 // ---------------------------------------------------------------- vocabularies
 
 TEST(SubwordVocab, JointUnigramRoundTripAndSpecialIds) {
-  TempDir dir;
+  DataDir dir;
   const ParallelCorpus c = read_tsv(kSample);
   VocabTrainOptions o;
   o.vocab_size = 1000;
@@ -224,7 +224,7 @@ TEST(SubwordVocab, JointUnigramRoundTripAndSpecialIds) {
 }
 
 TEST(SubwordVocab, SeparateBpeVocabsAndNfkc) {
-  TempDir dir;
+  DataDir dir;
   const ParallelCorpus c = read_tsv(kSample);
   VocabTrainOptions o;
   o.vocab_size = 600;
@@ -247,7 +247,7 @@ TEST(SubwordVocab, SeparateBpeVocabsAndNfkc) {
 }
 
 TEST(SubwordVocab, DeterministicTrainingAndThreadIndependentEncoding) {
-  TempDir dir;
+  DataDir dir;
   const ParallelCorpus c = read_tsv(kSample);
   VocabTrainOptions o;
   o.vocab_size = 500;
@@ -266,7 +266,7 @@ TEST(SubwordVocab, DeterministicTrainingAndThreadIndependentEncoding) {
 }
 
 TEST(SubwordVocab, Errors) {
-  TempDir dir;
+  DataDir dir;
   const std::string junk = dir.file("junk.model");
   write_raw(junk, "this is not a model");
   EXPECT_TRUE(contains(message_of<std::runtime_error>([&] { SubwordVocab::load(junk); }), junk));

@@ -13,7 +13,7 @@
 #include "tiny_models.h"
 #include "reference_beam.h"
 
-namespace attn::testing {
+namespace attn::testing::decode_test {
 namespace {
 using models::ModelConfig;
 
@@ -281,4 +281,4 @@ TEST(Alignment, PieceWordsAndHardAlignment) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::decode_test

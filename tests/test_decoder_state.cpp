@@ -31,7 +31,7 @@
 #include "attn/tensor/random.h"
 #include "reference_beam.h"
 
-namespace attn::testing {
+namespace attn::testing::decoder_state_test {
 namespace {
 
 constexpr int64_t kD = 6, kSrcVocab = 9, kVocab = 12;
@@ -562,4 +562,4 @@ TEST(DecoderState, UnmovedBufferStaysThroughGathersAndGrowsItsFirstAxis) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::decoder_state_test

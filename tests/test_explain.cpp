@@ -21,7 +21,7 @@
 #include "tiny_models.h"
 #include "train_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::explain_test {
 namespace {
 
 using json = nlohmann::json;
@@ -530,4 +530,4 @@ TEST_F(ExplainRun, HeatmapHoldsTheExplainedWeights) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::explain_test

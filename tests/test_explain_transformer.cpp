@@ -16,7 +16,7 @@
 #include "serve_test_util.h"
 #include "train_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::explain_transformer_test {
 namespace {
 
 using nlohmann::json;
@@ -231,4 +231,4 @@ TEST(ExplainTransformer, TranslateAlignmentsByLayerAndHead) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::explain_transformer_test

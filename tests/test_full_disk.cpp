@@ -26,10 +26,6 @@ constexpr const char* kOptions =
     "  max_steps: 100\n  max_epochs: 0\n  valid_every: 1000000\n  log_every: 1\n  threads: 1\n"
     "  checkpoint_minutes: 0\n";
 
-int64_t checkpoint_step(const std::string& run) {
-  return nlohmann::json::parse(read_bytes(run + "/checkpoint/trainer_state.json")).at("step").get<int64_t>();
-}
-
 // In the child before exec: no file may grow past `bytes`.
 std::function<void()> file_size_limit(rlim_t bytes) {
   return [bytes] {

@@ -8,7 +8,7 @@
 
 #include "gradcheck.h"
 
-namespace attn::testing {
+namespace attn::testing::gradcheck_test {
 namespace {
 
 using T = std::vector<Tensor>;
@@ -162,4 +162,4 @@ TEST(Gradcheck, CatchesAWrongGradient) {
   EXPECT_GT(r.worst, 1.0);
 }
 
-}  // namespace attn::testing
+}  // namespace attn::testing::gradcheck_test

@@ -4,7 +4,7 @@
 #include "attn/attention/attention.h"
 #include "gradcheck.h"
 
-namespace attn::testing {
+namespace attn::testing::gradcheck_attention_test {
 namespace {
 using T = std::vector<Tensor>;
 using namespace attn::attention;
@@ -74,4 +74,4 @@ ATTN_GRADCHECK_CASE({"additive_scores", "through a masked softmax (zero upstream
                      }});
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::gradcheck_attention_test

@@ -6,7 +6,7 @@
 
 #include "gradcheck.h"
 
-namespace attn::testing {
+namespace attn::testing::gradcheck_image_test {
 namespace {
 
 using T = std::vector<Tensor>;
@@ -43,4 +43,4 @@ ATTN_GRADCHECK_CASE({"group_norm", "one group (LayerNorm over the image)", {{2, 
                      [](const T& x) { return group_norm(x[0], 1, x[1], x[2]); }});
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::gradcheck_image_test

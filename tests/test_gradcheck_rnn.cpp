@@ -6,7 +6,7 @@
 #include "attn/nn/rnn.h"
 #include "gradcheck.h"
 
-namespace attn::testing {
+namespace attn::testing::gradcheck_rnn_test {
 namespace {
 
 using T = std::vector<Tensor>;
@@ -52,4 +52,4 @@ ATTN_GRADCHECK_CASE(rnn_case("forward, an empty row", true, D::Forward, {0, 4, 1
 ATTN_GRADCHECK_CASE(rnn_case("reverse, no state", true, D::Reverse, {2, 3, 4}, false, true));
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::gradcheck_rnn_test

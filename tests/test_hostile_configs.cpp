@@ -13,7 +13,7 @@
 #include "attn/train/mt_config.h"
 #include "train_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::hostile_configs_test {
 namespace {
 
 // A valid config whose corpora do not exist: each section's keys, one per line.
@@ -197,4 +197,4 @@ TEST(HostileConfigs, AttnTrainReportsTheConfigBeforeReadingAnything) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::hostile_configs_test

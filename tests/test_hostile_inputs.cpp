@@ -24,7 +24,7 @@
 #include "serve_test_util.h"
 #include "train_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::hostile_inputs_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -346,4 +346,4 @@ TEST(HostileInputs, CheckpointOfAnotherModelIsRefusedOnResume) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::hostile_inputs_test

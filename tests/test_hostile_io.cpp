@@ -13,7 +13,7 @@
 #include "serve_test_util.h"
 #include "train_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::hostile_io_test {
 namespace {
 
 // `attn args` with stdout sent to `stdout_path`; its exit status and stderr.
@@ -137,4 +137,4 @@ TEST(HostileIo, DeviceOutputsAreWrittenInPlaceAndChecked) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::hostile_io_test

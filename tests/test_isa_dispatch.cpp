@@ -33,13 +33,8 @@ using attn::testing::compare;
 
 namespace {
 
+using attn::testing::random_vec;
 using attn::testing::runnable_isas;
-
-std::vector<float> random_vec(int64_t n, Rng& rng) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& e : v) e = rng.normal();
-  return v;
-}
 
 TEST(IsaDispatch, NamesParseAndTheCapNeverRaises) {
   for (cpu::Isa i : {cpu::Isa::scalar, cpu::Isa::avx2, cpu::Isa::avx512})

@@ -16,15 +16,10 @@
 #include "isa_builds.h"
 
 using namespace attn;
+using attn::testing::random_vec;
 using attn::testing::runnable_isas;
 
 namespace {
-
-std::vector<float> random_vec(int64_t n, Rng& rng, float scale = 1.0f) {
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& e : v) e = scale * rng.normal();
-  return v;
-}
 
 // softmax_j(q . k_j) and sum_j p_j v_j in double, for keys / values given by pointer
 void reference_attend(const float* q, const std::vector<const float*>& k, const std::vector<const float*>& v,

@@ -20,7 +20,7 @@
 #include "attention_reference.h"
 #include "compare.h"
 
-namespace attn::testing {
+namespace attn::testing::large_logits_test {
 namespace {
 
 // x [N, V]: row r is shifted by +1e4 (r % 3 == 0), -1e4 (r % 3 == 1) or spread over +-1e4 (r % 3 == 2)
@@ -197,4 +197,4 @@ TEST(LargeLogits, LogSoftmaxRowsAndVocabTopK) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::large_logits_test

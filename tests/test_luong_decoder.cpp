@@ -13,7 +13,7 @@
 #include "gradcheck.h"
 #include "tiny_models.h"
 
-namespace attn::testing {
+namespace attn::testing::luong_decoder_test {
 namespace {
 using models::CellType;
 using models::LuongScore;
@@ -135,4 +135,4 @@ TEST(LuongLoop, BadShapesAreNamed) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::luong_decoder_test

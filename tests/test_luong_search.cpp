@@ -15,7 +15,7 @@
 #include "step_top_check.h"
 #include "tiny_models.h"
 
-namespace attn::testing {
+namespace attn::testing::luong_search_test {
 namespace {
 
 std::vector<LuongVariant> search_variants() {
@@ -139,4 +139,4 @@ TEST(LuongSearchStep, RejectsBadInput) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::luong_search_test

@@ -18,7 +18,7 @@
 #include "compare.h"
 #include "gradcheck.h"
 
-namespace attn::testing {
+namespace attn::testing::models_test {
 namespace {
 using models::ModelConfig;
 using T = std::vector<Tensor>;
@@ -528,4 +528,4 @@ TEST(Models, RejectsBadSources) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::models_test

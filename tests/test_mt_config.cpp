@@ -7,7 +7,7 @@
 #include "attn/models/luong/luong_config.h"
 #include "attn/train/mt_config.h"
 
-namespace attn::testing {
+namespace attn::testing::mt_config_test {
 namespace {
 
 const char* kBase = R"(
@@ -89,7 +89,7 @@ TEST(TrainConfig, ErrorsNameTheKey) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::mt_config_test
 
 // Every shipped config loads: a typo in a key or an enum value fails here, not an
 // hour into a run.

@@ -10,7 +10,7 @@
 #include "attn/nn/cnn_encoder.h"
 #include "oracle.h"
 
-namespace attn::testing {
+namespace attn::testing::parity_image_test {
 namespace {
 
 Tensor leaf(const SafetensorsFile& f, const std::string& name) { return f.get(name).clone().set_requires_grad(true); }
@@ -120,4 +120,4 @@ TEST(ParityTorchImage, CnnEncoder) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::parity_image_test

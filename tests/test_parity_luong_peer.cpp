@@ -12,7 +12,7 @@
 #include "attn/models/kinds.h"
 #include "oracle.h"
 
-namespace attn::testing {
+namespace attn::testing::parity_luong_peer_test {
 namespace {
 
 // V 11, E 6, He 5 per direction, Hd 8 (the oracle's arguments below)
@@ -65,4 +65,4 @@ TEST(ParityTorchLuongPeer, LossGradientsAndSearchStepsMatchAttnLuong) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::parity_luong_peer_test

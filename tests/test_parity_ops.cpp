@@ -5,7 +5,7 @@
 #include "attn/autograd/ops.h"
 #include "oracle.h"
 
-namespace attn::testing {
+namespace attn::testing::parity_ops_test {
 namespace {
 
 // The oracle's leaf tensors as fresh leaves that require grad.
@@ -82,4 +82,4 @@ TEST(ParityTorch, LayerNorm) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::parity_ops_test

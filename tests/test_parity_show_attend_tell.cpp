@@ -9,7 +9,7 @@
 #include "caption_run.h"
 #include "oracle.h"
 
-namespace attn::testing {
+namespace attn::testing::parity_show_attend_tell_test {
 namespace {
 
 TEST(ParityTorchShowAttendTell, TwoSoftStepsAndEveryGradientMatchTorch) {
@@ -35,4 +35,4 @@ TEST(ParityTorchShowAttendTell, TwoSoftStepsAndEveryGradientMatchTorch) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::parity_show_attend_tell_test

@@ -80,12 +80,12 @@ std::vector<float> bf16_reference(const Tensor& a, const Tensor& w) {
   return c;
 }
 
-struct Shape {
+struct GemmShape {
   int64_t m, K, out;
 };
 // single rows and vectors' worth of rows, K not a multiple of 4 (or 2), outputs
 // not a multiple of the 32-wide panel nor of a vector, row blocks of 12 and their rest
-const Shape kShapes[] = {{1, 1, 1}, {1, 3, 33}, {2, 5, 17}, {5, 17, 31}, {13, 64, 100},
+const GemmShape kShapes[] = {{1, 1, 1}, {1, 3, 33}, {2, 5, 17}, {5, 17, 31}, {13, 64, 100},
                          {12, 255, 65}, {3, 256, 32}, {25, 96, 70}};
 
 // The int8 product of every build, native and portable, equals the reference exactly.
@@ -95,7 +95,7 @@ using QuantizeFn = void (*)(int64_t, int64_t, const float*, int64_t, uint8_t*, i
 
 TEST(QuantGemm, Int8EveryBuildEqualsTheDefinitionExactly) {
   Rng rng(3);
-  for (const Shape& s : kShapes) {
+  for (const GemmShape& s : kShapes) {
     const Tensor a = random_matrix(s.m, s.K, rng), w = random_matrix(s.out, s.K, rng, 0.1f);
     nn::StepWeightStorage st;
     nn::step_weight_kernels(nn::StepWeightType::I8).prepare(w, true, st);
@@ -233,7 +233,7 @@ using Bf16Fn = void (*)(int64_t, const uint16_t*, int64_t, const qk::Bf16Panels&
 
 TEST(QuantGemm, Bf16EveryBuildEqualsVdpbf16psOrderExactly) {
   Rng rng(8);
-  for (const Shape& s : kShapes) {
+  for (const GemmShape& s : kShapes) {
     const Tensor a = random_matrix(s.m, s.K, rng), w = random_matrix(s.out, s.K, rng, 0.1f);
     nn::StepWeightStorage st;
     nn::step_weight_kernels(nn::StepWeightType::BF16).prepare(w, true, st);

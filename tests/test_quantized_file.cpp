@@ -17,7 +17,7 @@
 #include "attn/tensor/safetensors.h"
 #include "serve_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::quantized_file_test {
 namespace {
 
 Tensor random_tensor(const Shape& s, Rng& rng) {
@@ -125,4 +125,4 @@ TEST(QuantizedFile, QuantizeWritesARunEveryCommandReads) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::quantized_file_test

@@ -18,7 +18,7 @@ using namespace attn::testing;
 
 namespace {
 
-constexpr int64_t kIn = 8, kOut = 2, kRows = 256, kBatch = 16;
+constexpr int64_t kIn = 8, kOut = 2, kSampleRows = 256, kBatch = 16;
 constexpr int kSteps = 40;
 constexpr int kDecayAt = 12;  // lr *= 0.3 here: the resumed run must get the decayed lr from the checkpoint
 constexpr uint64_t kRunSeed = 5;
@@ -36,10 +36,10 @@ struct LinReg : nn::Module {
 struct Data {
   Data() {
     Rng rng(77);
-    x = randn({kRows, kIn}, rng);
+    x = randn({kSampleRows, kIn}, rng);
     Tensor w = randn({kOut, kIn}, rng);
     NoGradGuard ng;
-    y = matmul(x, w, false, true) + randn({kRows, kOut}, rng, 0.1f);
+    y = matmul(x, w, false, true) + randn({kSampleRows, kOut}, rng, 0.1f);
   }
   Tensor x, y;
 };
@@ -55,7 +55,7 @@ float full_loss(const LinReg& m, const Data& d) {
 void train_step(LinReg& m, train::Optimizer& opt, const Data& d, Rng& rng, int step) {
   Tensor xb = Tensor::empty({kBatch, kIn}), yb = Tensor::empty({kBatch, kOut});
   for (int64_t b = 0; b < kBatch; ++b) {
-    int64_t r = int64_t(rng.below(kRows));
+    int64_t r = int64_t(rng.below(kSampleRows));
     std::memcpy(xb.data() + b * kIn, d.x.data() + r * kIn, kIn * sizeof(float));
     std::memcpy(yb.data() + b * kOut, d.y.data() + r * kOut, kOut * sizeof(float));
   }

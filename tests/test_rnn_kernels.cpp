@@ -12,10 +12,12 @@
 #include "attn/simd/math.h"
 #include "attn/tensor/random.h"
 #include "compare.h"
+#include "isa_builds.h"
 
 using namespace attn;
 using attn::testing::compare;
 using attn::testing::nan_max;
+using attn::testing::random_vec;
 
 namespace {
 
@@ -41,12 +43,6 @@ TEST(RnnMath, ActivationsWithinFourUlp) {
     EXPECT_NEAR(simd::sigmoid(x), x > 0 ? 1.0f : 0.0f, 1e-30f);
     EXPECT_EQ(simd::tanh(x), x > 0 ? 1.0f : -1.0f);
   }
-}
-
-std::vector<float> random_vec(int64_t n, Rng& rng, float scale) {
-  std::vector<float> v(n);
-  for (auto& e : v) e = scale * rng.normal();
-  return v;
 }
 
 // Relative difference for |b| >= 1, absolute below: the kernels' inputs are of

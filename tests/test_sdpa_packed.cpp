@@ -7,7 +7,7 @@
 #include "attn/nn/multihead.h"
 #include "oracle.h"
 
-namespace attn::testing {
+namespace attn::testing::sdpa_packed_test {
 namespace {
 using namespace attn::attention;
 
@@ -89,4 +89,4 @@ TEST(MultiHeadPacked, SelfAttentionMatchesMaterialized) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::sdpa_packed_test

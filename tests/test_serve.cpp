@@ -20,7 +20,7 @@
 #include "serve_test_util.h"
 #include "train_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::serve_test {
 namespace {
 
 using nlohmann::json;
@@ -266,4 +266,4 @@ TEST(Serve, EachRequestLimitIsNamedWhenOutOfRange) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::serve_test

@@ -19,7 +19,7 @@
 #include "attn/serve/batcher.h"
 #include "serve_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::serve_batching_test {
 namespace {
 
 using nlohmann::json;
@@ -302,4 +302,4 @@ TEST(ServeBatching, ExplainRouteValidatesAndRunsOnTheWorker) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::serve_batching_test

@@ -14,7 +14,7 @@
 #include "attn/image/codec.h"
 #include "serve_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::serve_caption_test {
 namespace {
 
 using nlohmann::json;
@@ -207,4 +207,4 @@ TEST(ServeCaption, ConcurrentUploadsAreCaptionedTogether) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::serve_caption_test

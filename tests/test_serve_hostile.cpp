@@ -18,7 +18,7 @@
 
 #include "serve_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::serve_hostile_test {
 namespace {
 
 serve::ServerOptions small_options() {
@@ -267,4 +267,4 @@ TEST(ServeHostile, ThousandConcurrentConnectionsAreAllAnswered) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::serve_hostile_test

@@ -22,7 +22,7 @@
 #include "attn/decode/translator.h"
 #include "serve_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::serve_process_test {
 namespace {
 
 using nlohmann::json;
@@ -302,4 +302,4 @@ TEST(ServeProcess, SlowClientsTimeOut) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::serve_process_test

@@ -12,7 +12,7 @@
 #include "attn/data/toy_tasks.h"
 #include "serve_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::serve_transformer_test {
 namespace {
 
 using nlohmann::json;
@@ -166,4 +166,4 @@ TEST_F(ServeTransformer, ExplainAnswersTheNamedMapAndTheEncoderSelfAttention) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::serve_transformer_test

@@ -35,7 +35,7 @@
 #include "serve_test_util.h"
 #include "step_compare.h"
 
-namespace attn::testing {
+namespace attn::testing::shortlist_test {
 namespace {
 
 constexpr int64_t kVocab = kFusedVocab;
@@ -239,4 +239,4 @@ TEST(Shortlist, TheCommandsLearnAndReadTheFile) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::shortlist_test

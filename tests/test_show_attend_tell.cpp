@@ -14,7 +14,7 @@
 #include "tiny_models.h"
 #include "compare.h"
 
-namespace attn::testing {
+namespace attn::testing::show_attend_tell_test {
 namespace {
 
 using models::ImageAttention;
@@ -420,4 +420,4 @@ TEST(ShowAttendTell, ReinforceWeighsEachChoiceByTheRewardToGo) {
 
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::show_attend_tell_test

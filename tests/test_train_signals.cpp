@@ -32,10 +32,6 @@ bool wait_training(const std::string& run) {
   return false;
 }
 
-int64_t checkpoint_step(const std::string& run) {
-  return nlohmann::json::parse(read_bytes(run + "/checkpoint/trainer_state.json")).at("step").get<int64_t>();
-}
-
 }  // namespace
 
 TEST(TrainSignals, SigtermAndSighupCheckpointAndResume) {

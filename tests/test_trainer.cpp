@@ -19,7 +19,7 @@
 #include "toy_run.h"
 #include "train_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::trainer_test {
 namespace {
 
 // rnnsearch whose initial decoder state also attends over the annotations
@@ -275,4 +275,4 @@ TEST(Trainer, AfterBackwardRunsBetweenBackwardAndTheUpdate) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::trainer_test

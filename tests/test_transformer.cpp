@@ -34,7 +34,7 @@
 #include "oracle.h"
 #include "reference_beam.h"
 
-namespace attn::testing {
+namespace attn::testing::transformer_test {
 namespace {
 
 constexpr int64_t kVocab = 23;
@@ -467,4 +467,4 @@ TEST(Transformer, AveragedFilesLoadAndDecode) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::transformer_test

@@ -20,7 +20,7 @@
 #include "gradcheck.h"
 #include "oracle.h"
 
-namespace attn::testing {
+namespace attn::testing::transformer_layers_test {
 namespace {
 
 // ---- finite-difference checks of the ops the layers added (gradcheck.h) ----
@@ -383,4 +383,4 @@ TEST(TransformerLayers, WeightsOnRequestMatchFusedPath) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::transformer_layers_test

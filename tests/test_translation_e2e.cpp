@@ -23,7 +23,7 @@
 #include "toy_run.h"
 #include "train_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::translation_e2e_test {
 namespace {
 
 double bleu_of(const std::vector<decode::Translation>& tr, const std::vector<std::string>& refs) {
@@ -342,4 +342,4 @@ TEST(TranslationCli, TranslateAndScore) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::translation_e2e_test

@@ -15,7 +15,7 @@
 #include "attn/data/line_reader.h"
 #include "train_test_util.h"
 
-namespace attn::testing {
+namespace attn::testing::viz_test {
 namespace {
 
 using viz::ColorMap;
@@ -325,4 +325,4 @@ TEST(VizCurves, NiceAxesCoverTheirRange) {
 }
 
 }  // namespace
-}  // namespace attn::testing
+}  // namespace attn::testing::viz_test

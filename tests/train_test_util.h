@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "attn/nn/layers.h"
 #include "attn/tensor/safetensors.h"
 
@@ -84,6 +86,11 @@ inline std::string read_bytes(const std::string& path) {
 }
 inline void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// The step of the checkpoint in run directory `run` (its trainer_state.json)
+inline int64_t checkpoint_step(const std::string& run) {
+  return nlohmann::json::parse(read_bytes(run + "/checkpoint/trainer_state.json")).at("step").get<int64_t>();
 }
 
 // The `attn` command run with `args` and stdin_text, its files in `dir`.
