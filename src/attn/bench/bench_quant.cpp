@@ -118,7 +118,7 @@ double onednn_matmul_ms(const Tensor& w, const QuantWeight* qw, const Tensor& x,
   const memory::desc wei_any({K, out}, wei_t, tag::any), wei_plain({K, out}, wei_t, tag::ba);  // ba: W [out, K] as given
   primitive_attr attr;
   if (int8) attr.set_output_scales(1 << 1, qw->scale);
-  const matmul::primitive_desc pd(matmul::desc(src_md, wei_any, dst_md), attr, eng);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, wei_any, dst_md), attr, eng);
   memory wei_user(wei_plain, eng), wei(pd.weights_desc(), eng), src(src_md, eng), dst(dst_md, eng);
   std::vector<uint16_t> wb;
   if (int8) {
@@ -130,7 +130,7 @@ double onednn_matmul_ms(const Tensor& w, const QuantWeight* qw, const Tensor& x,
   }
   reorder(wei_user, wei).execute(st, wei_user, wei);  // once, as a prepared decoder would
   st.wait();
-  const matmul prim(pd);
+  const dnnl::matmul prim(pd);  // (qualified: attn::matmul is also in scope)
   const int64_t ldq = (K + 3) / 4 * 4;
   std::vector<uint8_t> q(size_t(m * ldq));
   std::vector<float> sa(static_cast<size_t>(m));
