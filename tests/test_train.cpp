@@ -99,8 +99,6 @@ std::vector<OptimCase> optim_cases() {
 
 class OptimParity : public ::testing::TestWithParam<OptimCase> {};
 
-}  // namespace
-
 // Same initial parameters, same gradients (some parameters without a grad at
 // some steps), lr halved mid-run: final parameters and every state buffer
 // equal torch's within 1e-6 relative.
@@ -147,7 +145,6 @@ TEST_P(OptimParity, MatchesTorch) {
 INSTANTIATE_TEST_SUITE_P(Train, OptimParity, ::testing::ValuesIn(optim_cases()),
                          [](const auto& info) { return std::string(info.param.name); });
 
-namespace {
 struct ClipCase {
   const char* name;
   const char* oracle_args;
@@ -156,7 +153,6 @@ struct ClipCase {
 };
 void PrintTo(const ClipCase& c, std::ostream* os) { *os << c.name; }
 class ClipParity : public ::testing::TestWithParam<ClipCase> {};
-}  // namespace
 
 TEST_P(ClipParity, MatchesTorch) {
   const ClipCase& c = GetParam();
@@ -188,6 +184,11 @@ INSTANTIATE_TEST_SUITE_P(Train, ClipParity,
                                            ClipCase{"inf_clips", "clip max_norm=2.0 norm_type=inf", 2.0, INFINITY, true},
                                            ClipCase{"l1_clips", "clip max_norm=5 norm_type=1", 5.0, 1.0, true}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// (the fixtures and their TEST_Ps in one anonymous namespace: GCC warns when a
+// test class outside it derives from a fixture inside it in an included file,
+// which every file of a unity build is)
+}  // namespace
 
 TEST(Train, ClipGradNormWithoutGradsIsZeroAndValidates) {
   Rng rng(3);
