@@ -19,6 +19,11 @@ const T& own_section(const ModelConfig& c, const char* cls, const char* type) {
   return c.section<T>();
 }
 
+// Whether t is defined and of shape s (a weight or input a fused kernel can take)
+inline bool fits(const Tensor& t, const Shape& s) { return t.defined() && t.shape() == s; }
+// A copy of t outside the autograd graph (undefined stays undefined): a search's own weights
+inline Tensor detached_copy(const Tensor& t) { return t.defined() ? t.detach().clone() : Tensor(); }
+
 // [B] float-encoded lengths
 Tensor lengths_tensor(const std::vector<int64_t>& lengths);
 // x [B, S, D] (zeros past each length) -> mean over the valid positions [B, D]. Differentiable.

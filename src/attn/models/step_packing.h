@@ -21,6 +21,11 @@ constexpr int64_t kPackRows = 16;  // a model packs for searches of this many ro
 // The layout of a search of up to max_rows rows computing in `type`
 inline StepLayout step_layout(int64_t max_rows, nn::StepWeightType type) { return {max_rows >= kPackRows, type}; }
 
+// A search step runs on the OpenMP team from this many multiply-adds on (all
+// its rows together): below it one thread finishes before a second one would
+// have woken up.
+constexpr int64_t kParallelStepMacs = int64_t(1) << 17;
+
 // The folded tables are built when together they hold at most this many
 // floats (256 MB; 14.3M floats for the lean model's V 8000, Hd 512, R 256).
 constexpr int64_t kMaxFoldedFloats = int64_t(64) << 20;

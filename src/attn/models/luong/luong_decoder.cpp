@@ -26,7 +26,7 @@ namespace {
 using detail::LuongDims;
 using detail::LuongSaved;
 
-bool fits(const Tensor& t, const Shape& s) { return t.defined() && t.shape() == s; }
+using detail::fits;
 bool fits_or_absent(const Tensor& t, const Shape& s) { return !t.defined() || t.shape() == s; }
 
 // The loop's sizes from the inputs and weights; throws naming every shape that does not fit.

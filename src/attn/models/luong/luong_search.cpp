@@ -24,8 +24,6 @@
 namespace attn::models {
 namespace {
 
-// A step goes parallel from this many multiply-adds on (all rows together).
-constexpr int64_t kParallelMacs = int64_t(1) << 17;
 
 struct LuongPrepared final : PreparedDecoder {
   int64_t V = 0, E = 0, Hd = 0, G = 0, L = 0, Dv = 0, A = 0;
@@ -44,7 +42,7 @@ struct LuongPrepared final : PreparedDecoder {
   Tensor v, vp, w_s, b_s;              // [A], [A], [V, Hd] (y's source), [V] or undefined
 };
 
-bool fits(const Tensor& t, const Shape& s) { return t.defined() && t.shape() == s; }
+using detail::fits;
 
 void check_weights(const LuongStepWeights& w) {
   const LuongLoopWeights& l = w.loop;
@@ -68,7 +66,6 @@ void check_weights(const LuongStepWeights& w) {
                                 "[G, Hd], W_hh [G, Hd], W_q / W_p [A, Hd])");
 }
 
-Tensor copy(const Tensor& t) { return t.defined() ? t.detach().clone() : Tensor(); }
 
 }  // namespace
 
@@ -85,8 +82,8 @@ std::shared_ptr<const PreparedDecoder> prepare_luong_decoder(const LuongStepWeig
   const int64_t V = p->V, E = p->E, Hd = p->Hd, G = p->G;
   for (int64_t i = 0; i < p->L; ++i) {
     const RnnWeights& r = l.layers[size_t(i)];
-    p->ih.push_back(i == 0 ? nn::StepLinear() : nn::StepLinear(copy(r.weight_ih), packed, type));
-    p->hh.emplace_back(copy(r.weight_hh), packed, type);
+    p->ih.push_back(i == 0 ? nn::StepLinear() : nn::StepLinear(detail::detached_copy(r.weight_ih), packed, type));
+    p->hh.emplace_back(detail::detached_copy(r.weight_hh), packed, type);
     p->b_ih.push_back(or_zeros(r.bias_ih, {G}).detach().clone());
     p->b_hh.push_back(or_zeros(r.bias_hh, {G}).detach().clone());
   }
@@ -100,16 +97,18 @@ std::shared_ptr<const PreparedDecoder> prepare_luong_decoder(const LuongStepWeig
                   p->table.data(), G);
     p->b_ih[0] = Tensor::zeros({G});
   } else {
-    p->embed = copy(w.embed);
+    p->embed = detail::detached_copy(w.embed);
     p->ie = nn::StepLinear(detail::columns(l.layers[0].weight_ih, 0, E), packed, type);
   }
-  if (l.score == LuongScore::Concat) p->q = nn::StepLinear(copy(l.concat_q), packed, type), p->v = copy(l.concat_v);
-  if (l.window == LuongWindow::LocalP) p->wp = nn::StepLinear(copy(l.local_wp), packed, type), p->vp = copy(l.local_vp);
+  if (l.score == LuongScore::Concat)
+    p->q = nn::StepLinear(detail::detached_copy(l.concat_q), packed, type), p->v = detail::detached_copy(l.concat_v);
+  if (l.window == LuongWindow::LocalP)
+    p->wp = nn::StepLinear(detail::detached_copy(l.local_wp), packed, type), p->vp = detail::detached_copy(l.local_vp);
   p->wcc = nn::StepLinear(detail::columns(l.combine, 0, p->Dv), packed, type);
   p->wch = nn::StepLinear(detail::columns(l.combine, p->Dv, Hd), packed, type);
-  p->w_s = copy(w.w_s);
+  p->w_s = detail::detached_copy(w.w_s);
   p->y = nn::StepLinear(p->w_s, packed, type);
-  p->b_s = copy(w.b_s);
+  p->b_s = detail::detached_copy(w.b_s);
   return p;
 }
 
@@ -353,7 +352,7 @@ const StepTop& LuongStepDecoder::step(const std::vector<int64_t>& rows, DecoderS
     c.h.push_back(state.data(luong_state::h(l)));
     if (p.cell == CellType::Lstm) c.c.push_back(state.data(luong_state::c(l)));
   }
-  const bool par = num_threads() > 1 && N * macs_per_row_ >= kParallelMacs;
+  const bool par = num_threads() > 1 && N * macs_per_row_ >= kParallelStepMacs;
   logits_.begin(N, k, par ? num_threads() : 1, out_);
   // one region, phases separated by the omp for barriers (see rnnsearch_search.cpp on dynamic chunks)
 #pragma omp parallel if (par)

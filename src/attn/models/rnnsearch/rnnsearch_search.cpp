@@ -22,9 +22,6 @@
 namespace attn::models {
 namespace {
 
-// A step goes parallel from this many multiply-adds on (all rows together):
-// below it one thread finishes before a second one would have woken up.
-constexpr int64_t kParallelMacs = int64_t(1) << 17;
 
 struct RnnSearchPrepared final : PreparedDecoder {
   int64_t V, E, A, Hd, G, Dv, R;
@@ -351,7 +348,7 @@ const StepTop& RnnSearchStepDecoder::step(const std::vector<int64_t>& rows, Deco
     y_rows_[size_t(i)] = xo_.data() + i * Xo_;  // s' is the first part of the readout input ...
     next_rows_[size_t(i)] = c.s + i * Hd_;      // ... and the next state, over the previous one
   }
-  c.par = num_threads() > 1 && N * macs_per_row_ >= kParallelMacs;
+  c.par = num_threads() > 1 && N * macs_per_row_ >= kParallelStepMacs;
   logits_.begin(N, k, c.par ? num_threads() : 1, out_);
   // Work is handed out in small chunks (schedule dynamic), so that a thread that
   // shares its core with another process takes fewer chunks instead of holding

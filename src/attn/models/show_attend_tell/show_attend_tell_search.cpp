@@ -13,14 +13,13 @@
 #include "attn/cpu/threading.h"
 #include "attn/kernels/rnn_gates.h"
 #include "attn/kernels/rnnsearch_rows.h"
+#include "attn/models/model_parts.h"
 #include "attn/models/step_logits.h"
 #include "attn/nn/step_linear.h"
 
 namespace attn::models {
 namespace {
 
-// A step goes parallel from this many multiply-adds on (all rows together), as luong's.
-constexpr int64_t kParallelMacs = int64_t(1) << 17;
 
 struct CaptionerPrepared final : PreparedDecoder {
   ImageAttention attention = ImageAttention::Soft;
@@ -34,7 +33,7 @@ struct CaptionerPrepared final : PreparedDecoder {
   nn::StepLinear q, ih, hh, oh, oz, y;  // W [A, Hd] (not for none), W_ih [G, E + D], W_hh [G, Hd], L_h, L_z, L_o
 };
 
-bool fits(const Tensor& t, const Shape& s) { return t.defined() && t.shape() == s; }
+using detail::fits;
 
 // Every weight of w as [V, E], [A, Hd], ... for the sizes the embedding, W_hh and L_z imply.
 void check_weights(const ShowAttendTellStepWeights& w) {
@@ -57,7 +56,6 @@ void check_weights(const ShowAttendTellStepWeights& w) {
                                 "L_o [V, E], f_beta [1, Hd], W [A, Hd], v [A])");
 }
 
-Tensor copy(const Tensor& t) { return t.defined() ? t.detach().clone() : Tensor(); }
 
 }  // namespace
 
@@ -69,23 +67,23 @@ std::shared_ptr<const PreparedDecoder> prepare_show_attend_tell_decoder(const Sh
   const nn::StepWeightType type = layout.type;
   p->attention = w.attention;
   p->V = w.embed.size(0), p->E = w.embed.size(1), p->Hd = w.w_hh.size(1), p->G = 4 * p->Hd, p->D = w.out_z.size(1);
-  p->embed = copy(w.embed);
+  p->embed = detail::detached_copy(w.embed);
   if (w.attention != ImageAttention::None) {
     p->A = w.query_w.size(0);
-    p->q = nn::StepLinear(copy(w.query_w), packed, type);
-    p->v = copy(w.v);
+    p->q = nn::StepLinear(detail::detached_copy(w.query_w), packed, type);
+    p->v = detail::detached_copy(w.v);
   }
-  p->gate_w = copy(w.gate_w).view({p->Hd});
+  p->gate_w = detail::detached_copy(w.gate_w).view({p->Hd});
   p->gate_b = w.gate_b.defined() ? w.gate_b.data()[0] : 0.0f;
-  p->ih = nn::StepLinear(copy(w.w_ih), packed, type);
-  p->hh = nn::StepLinear(copy(w.w_hh), packed, type);
+  p->ih = nn::StepLinear(detail::detached_copy(w.w_ih), packed, type);
+  p->hh = nn::StepLinear(detail::detached_copy(w.w_hh), packed, type);
   p->b_ih = or_zeros(w.b_ih, {p->G}).detach().clone();
   p->b_hh = or_zeros(w.b_hh, {p->G}).detach().clone();
-  p->oh = nn::StepLinear(copy(w.out_h), packed, type);
-  p->oz = nn::StepLinear(copy(w.out_z), packed, type);
-  p->out_w = copy(w.out_w);
+  p->oh = nn::StepLinear(detail::detached_copy(w.out_h), packed, type);
+  p->oz = nn::StepLinear(detail::detached_copy(w.out_z), packed, type);
+  p->out_w = detail::detached_copy(w.out_w);
   p->y = nn::StepLinear(p->out_w, packed, type);
-  p->out_b = copy(w.out_b);
+  p->out_b = detail::detached_copy(w.out_b);
   return p;
 }
 
@@ -302,7 +300,7 @@ const StepTop& CaptionerStepDecoder::step(const std::vector<int64_t>& rows, Deco
   reserve(N);
   StepCall c;
   c.N = N, c.rows = rows.data(), c.prev = prev.data(), c.h = state.data("h"), c.c = state.data("c");
-  const bool par = num_threads() > 1 && N * macs_per_row_ >= kParallelMacs;
+  const bool par = num_threads() > 1 && N * macs_per_row_ >= kParallelStepMacs;
   logits_.begin(N, k, par ? num_threads() : 1, out_);
   // one region, phases separated by the omp for barriers (as luong_search.cpp)
 #pragma omp parallel if (par)
