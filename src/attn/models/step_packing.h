@@ -1,5 +1,5 @@
-// What every fused search step shares about its weights' layout (rnnsearch's
-// and luong's search steps, models/<kind>/<kind>_search.h).
+// What every fused search step shares (models/<kind>/<kind>_search.h): its
+// weights' layout and when it runs threaded.
 #pragma once
 #include <cstdint>
 
@@ -22,8 +22,8 @@ constexpr int64_t kPackRows = 16;  // a model packs for searches of this many ro
 inline StepLayout step_layout(int64_t max_rows, nn::StepWeightType type) { return {max_rows >= kPackRows, type}; }
 
 // A search step runs on the OpenMP team from this many multiply-adds on (all
-// its rows together): below it one thread finishes before a second one would
-// have woken up.
+// its rows together; the Transformer counts its output layer's): below it one
+// thread finishes before a second one would have woken up.
 constexpr int64_t kParallelStepMacs = int64_t(1) << 17;
 
 // The folded tables are built when together they hold at most this many

@@ -314,7 +314,7 @@ const StepTop& TransformerStepDecoder::step(const std::vector<int64_t>& rows, De
   // One parallel region for the whole step, its work split as Part says:
   // starting a team per product, with the layer norms and residual adds
   // between them serial, was a fifth of a batch-64 greedy search (perf, 2026-11-28).
-  const bool par = num_threads() > 1 && N * E_ * V_ >= (int64_t(1) << 17);
+  const bool par = num_threads() > 1 && N * E_ * V_ >= kParallelStepMacs;
   const int threads = par ? num_threads() : 1;
   reserve(N, t, threads);
   out_.attention = map_layer_ >= 0 ? Tensor::empty({N, S_}) : Tensor();
